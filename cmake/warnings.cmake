@@ -1,0 +1,12 @@
+# Warning flags shared by every zfetch target; warnings are errors unless ZFETCH_WERROR is off.
+set(ZFETCH_CXX_WARNINGS
+    -Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Wold-style-cast
+    -Wundef -Wnon-virtual-dtor -Woverloaded-virtual -Wimplicit-fallthrough)
+
+# zfetch_warnings(target): applies the project's warnings to a C++ target.
+function(zfetch_warnings target)
+  target_compile_options(${target} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${ZFETCH_CXX_WARNINGS}>)
+  if(ZFETCH_WERROR)
+    set_target_properties(${target} PROPERTIES COMPILE_WARNING_AS_ERROR ON)
+  endif()
+endfunction()

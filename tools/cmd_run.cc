@@ -1,0 +1,17 @@
+// zfetch run (placeholder until its implementation lands).
+#include <cstdio>
+
+#include "tools/commands.h"
+
+namespace zfetch::tools {
+
+void setup_run(CLI::App& sub, std::function<int()>& action) {
+  sub.callback([&action] {
+    action = [] {
+      std::fputs("zfetch run: not implemented yet\n", stderr);
+      return kExitBadInput;
+    };
+  });
+}
+
+}  // namespace zfetch::tools

@@ -1,0 +1,50 @@
+// zfetch: the command-line driver; the only place that prints and chooses exit codes.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <functional>
+
+#include "tools/commands.h"
+
+namespace {
+
+using zfetch::tools::Command;
+
+// One row per subcommand that works; --help lists exactly these (ninja's kTools table).
+constexpr Command kCommands[] = {
+    {"run", "simulate a scenario and print its outcome", zfetch::tools::setup_run},
+    {"check", "run scenarios under the policies of their expect blocks", zfetch::tools::setup_check},
+    {"graph", "print the module tree as Graphviz DOT", zfetch::tools::setup_graph},
+    {"validate", "load scenarios or traces and report every problem", zfetch::tools::setup_validate},
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"zfetch: simulate and verify DeepSpeed ZeRO-3 parameter-fetch schedules"};
+  app.set_version_flag("--version", std::string("zfetch ") + ZFETCH_VERSION);
+  app.require_subcommand(1);
+  std::function<int()> action;
+  for (const Command& command : kCommands) {
+    CLI::App* sub = app.add_subcommand(command.name, command.help);
+    command.setup(*sub, action);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return zfetch::tools::kExitBadInput;  // CLI11's own codes (100+) map to 2
+  }
+  try {
+    return action ? action() : zfetch::tools::kExitBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "zfetch: internal error: %s\n", e.what());
+    return 3;
+  }
+}
