@@ -76,6 +76,13 @@ struct Event {
   Status status = Status::None;
   int64_t numel = -1;
   int64_t bytes = -1;
+  int64_t group = -1;       ///< Gather/Prefetch/Wait: id of the coalesced collective (one per call)
+
+  // In memory only (not written): indices into the Scenario's modules/params, so consumers
+  // such as the timeline need no name lookups. kNoIndex when absent or unknown (read traces).
+  static constexpr uint32_t kNoIndex = UINT32_MAX;
+  uint32_t module_index = kNoIndex;
+  uint32_t param_index = kNoIndex;
 };
 
 }  // namespace zfetch::trace

@@ -1,0 +1,49 @@
+// Streaming reader of JSON Lines traces: one event at a time, errors as file:line diagnostics.
+#pragma once
+
+#include <cstdint>
+#include <istream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "trace/event.h"
+#include "trace/header.h"
+
+namespace zfetch::trace {
+
+/// A problem in a trace file: `file:line: error: message`.
+struct ReadError {
+  std::string file;
+  uint64_t line = 0;
+  std::string message;
+};
+
+/// Reads a trace line by line. Events returned by next() stay valid until the next call.
+/// After an error, every event before the bad line has been returned.
+class TraceReader {
+ public:
+  /// Reads from `in`; `file_name` is used in errors.
+  TraceReader(std::istream& in, std::string file_name);
+  ~TraceReader();
+  TraceReader(const TraceReader&) = delete;
+  TraceReader& operator=(const TraceReader&) = delete;
+
+  /// Parses the header line; false (and error() set) if it is missing, malformed or of
+  /// another version.
+  bool read_header();
+  [[nodiscard]] const TraceHeader& header() const;
+
+  /// The next event, or nullptr at the end of the file or at an error (then error() is set).
+  const Event* next();
+
+  [[nodiscard]] const std::optional<ReadError>& error() const;
+  /// 1-based number of the last line read.
+  [[nodiscard]] uint64_t line() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace zfetch::trace
