@@ -116,6 +116,12 @@ struct PolicyExpectation {
   Expectation expect;
 };
 
+/// `timing:` block: inputs of the cost model (timeline); absent values are derived.
+struct TimingSpec {
+  int64_t tokens_per_micro_batch = 0;  ///< 0: train_micro_batch_size_per_gpu * 1
+  std::string calibration;             ///< calibration file path (relative to the scenario), or ""
+};
+
 /// A whole scenario file.
 struct Scenario {
   std::string path;     ///< as given on the command line
@@ -128,6 +134,7 @@ struct Scenario {
   std::vector<ParamSpec> params;
   std::vector<ScheduleItem> schedule;
   DeepSpeedConfig config;
+  TimingSpec timing;
   std::vector<PolicyExpectation> expectations;
   ModuleGraph graph;                 ///< the module tree as a Boost.Graph, vertex i == modules[i]
 };
