@@ -1,0 +1,257 @@
+// Tests of TraceReader: write -> read round trips, tolerance, and every error with its line.
+#include "trace/reader.h"
+
+#include <doctest/doctest.h>
+
+#include "tests/trace/trace_test_util.h"
+
+namespace zfetch::trace {
+TEST_SUITE("trace") {
+  using testing::OwnedEvent;
+  using testing::read_trace;
+  using testing::sample_events;
+  using testing::sample_header;
+  using testing::write_trace;
+
+  namespace {
+
+  const std::string kHeader =
+      R"({"format":"zfetch-trace","version":1,"scenario":"s","world_size":2,"discovery":"resident-skip"})"
+      "\n";
+
+  // A minimal valid event line with sequence number `seq` and `extra` spliced before the '}'.
+  std::string event_line(int seq, const std::string& extra = "") {
+    return R"({"seq":)" + std::to_string(seq) +
+           R"(,"t_ns":0,"rank":0,"engine":0,"step":0,"micro_step":0,"phase":"fwd","kind":"fetch")" +
+           extra + "}\n";
+  }
+
+  // The error for a file made of the header, one good event, then `bad` (which must fail).
+  std::string error_after_one_event(const std::string& bad) {
+    const auto result = read_trace(kHeader + event_line(1) + bad);
+    CHECK(result.events.size() == 1);
+    return result.error;
+  }
+
+  }  // namespace
+
+  TEST_CASE("reader: round trip of events covering every kind and field") {
+    const std::vector<Event> events = sample_events();
+    const auto result = read_trace(write_trace(sample_header(), events));
+    CHECK(result.header_ok);
+    CHECK(result.error.empty());
+    CHECK(result.header.scenario == "resident-adapter-resume");
+    CHECK(result.header.world_size == 2);
+    CHECK(result.header.discovery == "resident-skip");
+    REQUIRE(result.events.size() == events.size());
+    for (size_t i = 0; i < events.size(); ++i) {
+      CAPTURE(i);
+      CHECK(result.events[i] == OwnedEvent(events[i]));
+    }
+  }
+
+  TEST_CASE("reader: write -> read -> write is byte-identical") {
+    const std::string first = write_trace(sample_header(), sample_events());
+    const auto result = read_trace(first);
+    std::vector<Event> again;
+    for (const OwnedEvent& owned : result.events) {
+      Event e = owned.event;
+      e.module = owned.module;
+      e.param = owned.param;
+      again.push_back(e);
+    }
+    CHECK(write_trace(result.header, again) == first);
+  }
+
+  TEST_CASE("reader: whitespace, any key order, escapes and CRLF are accepted") {
+    const std::string text =
+        kHeader +
+        " { \"kind\" : \"gather\" , \"phase\":\"bwd\",\"micro_step\":3,\"step\":2,\"engine\":1,"
+        "\"rank\":1,\"t_ns\":-5,\"seq\":9, \"param\":\"a\\u00e9\\/\\ud83d\\ude00\",\"param_id\":4,"
+        "\"module\":\"\",\"module_id\":0 }\t\r\n";
+    const auto result = read_trace(text);
+    CHECK(result.error.empty());
+    REQUIRE(result.events.size() == 1);
+    const Event& e = result.events[0].event;
+    CHECK(e.seq == 9);
+    CHECK(e.t_ns == -5);
+    CHECK(e.kind == EventKind::Gather);
+    CHECK(e.phase == Phase::Bwd);
+    CHECK(e.step == 2);
+    CHECK(e.micro_step == 3);
+    CHECK(result.events[0].param == "a\xc3\xa9/\xf0\x9f\x98\x80");
+    CHECK(result.events[0].module.empty());
+    CHECK(e.module_id == 0);
+    CHECK(e.trace_step == -1);
+    CHECK(e.numel == -1);
+  }
+
+  TEST_CASE("reader: a header alone is an empty trace") {
+    const auto result = read_trace(kHeader);
+    CHECK(result.header_ok);
+    CHECK(result.events.empty());
+    CHECK(result.error.empty());
+  }
+
+  TEST_CASE("reader: lines longer than the read chunk") {
+    Event e;
+    const std::string name(3 << 20, 'm');
+    e.module_id = 1;
+    e.module = name;
+    const auto result = read_trace(write_trace(sample_header(), {e}));
+    CHECK(result.error.empty());
+    REQUIRE(result.events.size() == 1);
+    CHECK(result.events[0].module == name);
+  }
+
+  TEST_CASE("reader: header errors") {
+    CHECK(read_trace("").error == "input:1: error: missing trace header (the file is empty)");
+    CHECK(read_trace(event_line(1)).error ==
+          "input:1: error: missing trace header (expected {\"format\":\"zfetch-trace\",...} on "
+          "line 1)");
+    CHECK(read_trace("# zfetch trace v1\n").error ==
+          "input:1: error: malformed JSON at column 1: expected '{' to start an object, got '#'");
+    CHECK(
+        read_trace(
+            R"({"format":"chrome-trace","version":1,"scenario":"s","world_size":1,"discovery":"x"})"
+            "\n")
+            .error ==
+        "input:1: error: unknown trace format 'chrome-trace' (expected 'zfetch-trace')");
+    CHECK(
+        read_trace(
+            R"({"format":"zfetch-trace","version":2,"scenario":"s","world_size":1,"discovery":"x"})"
+            "\n")
+            .error == "input:1: error: unsupported trace version 2 (this build reads 1)");
+    CHECK(read_trace(R"({"format":"zfetch-trace","version":1,"scenario":"s","world_size":1})"
+                     "\n")
+              .error == "input:1: error: missing key 'discovery' in the header");
+    CHECK(
+        read_trace(
+            R"({"format":"zfetch-trace","version":"1","scenario":"s","world_size":1,"discovery":"x"})"
+            "\n")
+            .error == "input:1: error: expected integer for 'version', got string");
+    CHECK(
+        read_trace(
+            R"({"format":"zfetch-trace","version":1,"scenario":"s","world_size":0,"discovery":"x"})"
+            "\n")
+            .error == "input:1: error: expected a positive integer for 'world_size', got 0");
+    CHECK(
+        read_trace(
+            R"({"format":"zfetch-trace","version":1,"seed":3,"scenario":"s","world_size":1,"discovery":"x"})"
+            "\n")
+            .error == "input:1: error: unknown key 'seed' in the header");
+    CHECK(read_trace(R"({"format":"zfetch-trace","version":1)").error ==
+          "input:1: error: truncated last line");
+    const auto result = read_trace("");
+    CHECK_FALSE(result.header_ok);
+  }
+
+  TEST_CASE("reader: event errors name the line, after every good event before it") {
+    SUBCASE("malformed JSON") {
+      CHECK(error_after_one_event("{\"seq\":2 \"t_ns\":0}\n") ==
+            "input:3: error: malformed JSON at column 10: expected ',' or '}', got '\"'");
+      CHECK(error_after_one_event("{\"seq\":2,\"module\":\"abc}\n") ==
+            "input:3: error: malformed JSON at column 19: unterminated string");
+      CHECK(error_after_one_event(event_line(2, "}")) ==
+            "input:3: error: malformed JSON at column 92: unexpected '}' after the object");
+      CHECK(error_after_one_event("{\"seq\":02}\n") ==
+            "input:3: error: malformed JSON at column 8: number with a leading zero");
+      CHECK(error_after_one_event("{\"seq\":2,\"param\":\"\\q\"}\n") ==
+            "input:3: error: malformed JSON at column 19: invalid escape '\\q' in a string");
+      CHECK(error_after_one_event("{\"seq\":2,\"t_ns\":}\n") ==
+            "input:3: error: malformed JSON at column 17: expected a value, got '}'");
+    }
+    SUBCASE("unknown names") {
+      CHECK(error_after_one_event(event_line(2, ",\"modul\":\"x\"")) ==
+            "input:3: error: unknown key 'modul'; did you mean 'module'?");
+      CHECK(error_after_one_event(event_line(2, ",\"colour\":1")) ==
+            "input:3: error: unknown key 'colour'");
+      CHECK(
+          error_after_one_event(
+              R"({"seq":2,"t_ns":0,"rank":0,"engine":0,"step":0,"micro_step":0,"phase":"fwd","kind":"fetc"})"
+              "\n") == "input:3: error: unknown kind 'fetc'; did you mean 'fetch'?");
+      CHECK(
+          error_after_one_event(
+              R"({"seq":2,"t_ns":0,"rank":0,"engine":0,"step":0,"micro_step":0,"phase":"fwd","kind":"teleport"})"
+              "\n") == "input:3: error: unknown kind 'teleport'");
+      CHECK(
+          error_after_one_event(
+              R"({"seq":2,"t_ns":0,"rank":0,"engine":0,"step":0,"micro_step":0,"phase":"forward","kind":"fetch"})"
+              "\n") ==
+          "input:3: error: unknown phase 'forward'; valid values are: none, fwd, bwd, recompute, "
+          "eval, optimizer, checkpoint");
+      CHECK(error_after_one_event(event_line(2, ",\"status\":\"ready\"")) ==
+            "input:3: error: unknown status 'ready'; valid values are: AV, NA, IF");
+      CHECK(error_after_one_event(event_line(2, ",\"status\":\"A\"")) ==
+            "input:3: error: unknown status 'A'; did you mean 'AV'?");
+    }
+    SUBCASE("missing, duplicate and paired keys") {
+      CHECK(error_after_one_event(
+                R"({"seq":2,"t_ns":0,"rank":0,"engine":0,"step":0,"micro_step":0,"phase":"fwd"})"
+                "\n") == "input:3: error: missing key 'kind'");
+      CHECK(error_after_one_event("{\"seq\":2,\"seq\":3}\n") ==
+            "input:3: error: duplicate key 'seq'");
+      CHECK(error_after_one_event(event_line(2, ",\"module_id\":4")) ==
+            "input:3: error: missing key 'module' (it goes with 'module_id')");
+      CHECK(error_after_one_event(event_line(2, ",\"param\":\"w\"")) ==
+            "input:3: error: missing key 'param_id' (it goes with 'param')");
+    }
+    SUBCASE("wrong types and ranges") {
+      CHECK(error_after_one_event("{\"seq\":2,\"t_ns\":1.5}\n") ==
+            "input:3: error: expected integer for 't_ns', got float");
+      CHECK(error_after_one_event("{\"seq\":2,\"t_ns\":1e3}\n") ==
+            "input:3: error: expected integer for 't_ns', got float");
+      CHECK(error_after_one_event("{\"seq\":2,\"step\":\"0\"}\n") ==
+            "input:3: error: expected integer for 'step', got string");
+      CHECK(error_after_one_event("{\"seq\":2,\"kind\":7}\n") ==
+            "input:3: error: expected string for 'kind', got integer");
+      CHECK(error_after_one_event("{\"seq\":2,\"module\":true}\n") ==
+            "input:3: error: expected string for 'module', got boolean");
+      CHECK(error_after_one_event("{\"seq\":2,\"numel\":null}\n") ==
+            "input:3: error: expected integer for 'numel', got null");
+      CHECK(error_after_one_event("{\"seq\":2,\"numel\":{\"a\":1}}\n") ==
+            "input:3: error: expected integer for 'numel', got object");
+      CHECK(error_after_one_event("{\"seq\":2,\"numel\":[1]}\n") ==
+            "input:3: error: expected integer for 'numel', got array");
+      CHECK(error_after_one_event("{\"seq\":2,\"rank\":4294967296}\n") ==
+            "input:3: error: integer 4294967296 out of range for 'rank'");
+      CHECK(error_after_one_event("{\"seq\":99999999999999999999}\n") ==
+            "input:3: error: integer 99999999999999999999 out of range for 'seq'");
+      CHECK(error_after_one_event(event_line(2, ",\"numel\":-1")) ==
+            "input:3: error: integer -1 out of range for 'numel'");
+    }
+    SUBCASE("line structure and ordering") {
+      CHECK(error_after_one_event("\n") == "input:3: error: empty line (expected an event object)");
+      CHECK(error_after_one_event(event_line(1)) ==
+            "input:3: error: seq 1 is not greater than the previous seq 1");
+      std::string truncated = event_line(2);
+      truncated.pop_back();
+      CHECK(error_after_one_event(truncated) == "input:3: error: truncated last line");
+    }
+  }
+
+  TEST_CASE("reader: streaming stops at the first error and stays stopped") {
+    std::istringstream in(kHeader + event_line(1) + event_line(2) + "oops\n" + event_line(3));
+    TraceReader reader(in, "input");
+    REQUIRE(reader.read_header());
+    REQUIRE(reader.next() != nullptr);
+    CHECK(reader.line() == 2);
+    REQUIRE(reader.next() != nullptr);
+    CHECK(reader.next() == nullptr);
+    REQUIRE(reader.error().has_value());
+    CHECK(reader.error()->line == 4);
+    CHECK(reader.next() == nullptr);
+    CHECK(reader.line() == 4);
+  }
+
+  TEST_CASE("reader: next() reads the header itself when read_header was not called") {
+    std::istringstream in(kHeader + event_line(5));
+    TraceReader reader(in, "input");
+    const Event* e = reader.next();
+    REQUIRE(e != nullptr);
+    CHECK(e->seq == 5);
+    CHECK(reader.header().world_size == 2);
+  }
+
+}  // TEST_SUITE
+}  // namespace zfetch::trace

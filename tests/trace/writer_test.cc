@@ -1,0 +1,116 @@
+// Tests of TraceWriter: exact bytes, key order, escaping, determinism and write errors.
+#include "trace/writer.h"
+
+#include <doctest/doctest.h>
+
+#include "tests/trace/trace_test_util.h"
+
+namespace zfetch::trace {
+TEST_SUITE("trace") {
+  using testing::sample_events;
+  using testing::sample_header;
+  using testing::write_trace;
+
+  TEST_CASE("writer: header line and a minimal event") {
+    Event e;
+    e.seq = 0;
+    e.kind = EventKind::EngineInit;
+    CHECK(write_trace(sample_header(), {e}) ==
+          "{\"format\":\"zfetch-trace\",\"version\":1,\"scenario\":\"resident-adapter-resume\","
+          "\"world_size\":2,\"discovery\":\"resident-skip\"}\n"
+          "{\"seq\":0,\"t_ns\":0,\"rank\":0,\"engine\":0,\"step\":0,\"micro_step\":0,"
+          "\"phase\":\"none\",\"kind\":\"engine_init\"}\n");
+  }
+
+  TEST_CASE("writer: every optional field, in the fixed key order") {
+    Event e;
+    e.seq = 7;
+    e.t_ns = 1500;
+    e.rank = 1;
+    e.engine = 1;
+    e.step = 0;
+    e.micro_step = 1;
+    e.phase = Phase::Recompute;
+    e.kind = EventKind::Gather;
+    e.trace_step = 6;
+    e.module_id = 5;
+    e.module = "adapter";
+    e.param_id = 3;
+    e.param = "adapter.adapter_A.weight";
+    e.status = Status::Inflight;
+    e.numel = 16;
+    e.bytes = 64;
+    e.group = 2;
+    const std::string text = write_trace(sample_header(), {e});
+    CHECK(text.substr(text.find('\n') + 1) ==
+          "{\"seq\":7,\"t_ns\":1500,\"rank\":1,\"engine\":1,\"step\":0,\"micro_step\":1,"
+          "\"phase\":\"recompute\",\"kind\":\"gather\",\"trace_step\":6,\"module_id\":5,"
+          "\"module\":\"adapter\",\"param_id\":3,\"param\":\"adapter.adapter_A.weight\","
+          "\"status\":\"IF\",\"numel\":16,\"bytes\":64,\"group\":2}\n");
+  }
+
+  TEST_CASE("writer: the root module is an empty string; names are JSON-escaped") {
+    Event e;
+    e.kind = EventKind::ModulePre;
+    e.module_id = 0;
+    e.module = "";
+    e.param_id = 1;
+    e.param = "a\"b\\c\n\x01";
+    const std::string text = write_trace(sample_header(), {e});
+    CHECK(text.substr(text.find('\n') + 1) ==
+          "{\"seq\":0,\"t_ns\":0,\"rank\":0,\"engine\":0,\"step\":0,\"micro_step\":0,"
+          "\"phase\":\"none\",\"kind\":\"module_pre\",\"module_id\":0,\"module\":\"\","
+          "\"param_id\":1,\"param\":\"a\\\"b\\\\c\\n\\u0001\"}\n");
+  }
+
+  TEST_CASE("writer: extreme integers") {
+    Event e;
+    e.t_ns = INT64_MIN;
+    e.engine = INT32_MIN;
+    e.bytes = INT64_MAX;
+    const std::string text = write_trace(sample_header(), {e});
+    CHECK(text.find("\"t_ns\":-9223372036854775808,") != std::string::npos);
+    CHECK(text.find("\"engine\":-2147483648,") != std::string::npos);
+    CHECK(text.find("\"bytes\":9223372036854775807}") != std::string::npos);
+  }
+
+  TEST_CASE("writer: two writes of the same events are byte-identical") {
+    std::vector<Event> events;
+    for (int round = 0; round < 3000; ++round) {  // several chunks' worth
+      for (Event e : sample_events()) {
+        e.seq += static_cast<uint64_t>(round) * 1000;
+        events.push_back(e);
+      }
+    }
+    const std::string first = write_trace(sample_header(), events);
+    const std::string second = write_trace(sample_header(), events);
+    CHECK(first.size() > 4 * TraceWriter::kChunkBytes);
+    CHECK(first == second);
+  }
+
+  TEST_CASE("writer: a very long name grows the buffer and is written whole") {
+    const std::string name(3 * TraceWriter::kChunkBytes, 'x');
+    Event e;
+    e.module_id = 1;
+    e.module = name;
+    const std::string text = write_trace(sample_header(), {e, e});
+    CHECK(text.find(name) != std::string::npos);
+    CHECK(text.size() > 2 * name.size());
+  }
+
+  TEST_CASE("writer: a failed write is reported by flush and ok") {
+    std::FILE* out = std::fopen("/dev/full", "w");
+    if (out == nullptr) {
+      return;  // no /dev/full on this system
+    }
+    {
+      TraceWriter writer(out, sample_header());
+      writer.on_event(Event{});
+      CHECK_FALSE(writer.flush());
+      CHECK_FALSE(writer.ok());
+    }
+    std::fclose(out);
+  }
+
+}  // TEST_SUITE
+}  // namespace zfetch::trace

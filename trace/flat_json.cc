@@ -1,0 +1,320 @@
+// FlatJsonParser: the subset of JSON that trace lines use, with errors that give a column.
+#include "trace/flat_json.h"
+
+#include <fmt/format.h>
+
+namespace zfetch::trace {
+namespace {
+
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') {
+    return c - '0';
+  }
+  if (c >= 'a' && c <= 'f') {
+    return c - 'a' + 10;
+  }
+  if (c >= 'A' && c <= 'F') {
+    return c - 'A' + 10;
+  }
+  return -1;
+}
+
+// Writes `code` as UTF-8 at `out`; returns the end.
+char* put_utf8(uint32_t code, char* out) {
+  if (code < 0x80) {
+    *out++ = static_cast<char>(code);
+  } else if (code < 0x800) {
+    *out++ = static_cast<char>(0xC0 | (code >> 6));
+    *out++ = static_cast<char>(0x80 | (code & 0x3F));
+  } else if (code < 0x10000) {
+    *out++ = static_cast<char>(0xE0 | (code >> 12));
+    *out++ = static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+    *out++ = static_cast<char>(0x80 | (code & 0x3F));
+  } else {
+    *out++ = static_cast<char>(0xF0 | (code >> 18));
+    *out++ = static_cast<char>(0x80 | ((code >> 12) & 0x3F));
+    *out++ = static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+    *out++ = static_cast<char>(0x80 | (code & 0x3F));
+  }
+  return out;
+}
+
+// How a character is named in "got ..." parts of messages.
+std::string describe(const char* p, const char* end) {
+  if (p == end) {
+    return "end of line";
+  }
+  const auto c = static_cast<unsigned char>(*p);
+  if (c < 0x20 || c >= 0x7F) {
+    return fmt::format("byte 0x{:02x}", c);
+  }
+  return fmt::format("'{}'", static_cast<char>(c));
+}
+
+}  // namespace
+
+std::string_view type_name(JsonValue::Type type) {
+  switch (type) {
+  case JsonValue::Type::String:
+    return "string";
+  case JsonValue::Type::Integer:
+    return "integer";
+  case JsonValue::Type::Float:
+    return "float";
+  case JsonValue::Type::Bool:
+    return "boolean";
+  case JsonValue::Type::Null:
+    return "null";
+  case JsonValue::Type::Object:
+    return "object";
+  case JsonValue::Type::Array:
+    return "array";
+  }
+  return "value";
+}
+
+FlatJsonParser::Result FlatJsonParser::fail(std::string_view what) {
+  error_ = fmt::format("malformed JSON at column {}: {}", p_ - begin_ + 1, what);
+  return Result::Error;
+}
+
+FlatJsonParser::Result FlatJsonParser::fail_expected(std::string_view expected) {
+  return fail(fmt::format("expected {}, got {}", expected, describe(p_, end_)));
+}
+
+void FlatJsonParser::skip_whitespace() {
+  while (p_ != end_ && (*p_ == ' ' || *p_ == '\t' || *p_ == '\r' || *p_ == '\n')) {
+    ++p_;
+  }
+}
+
+// Parses a string starting at the opening quote; unescapes in place.
+bool FlatJsonParser::parse_string(std::string_view& out) {
+  char* const quote = p_;
+  ++p_;
+  char* const start = p_;
+  char* write = p_;
+  while (true) {
+    if (p_ == end_) {
+      p_ = quote;  // point at where the string began
+      fail("unterminated string");
+      return false;
+    }
+    const char c = *p_;
+    if (c == '"') {
+      ++p_;
+      break;
+    }
+    if (static_cast<unsigned char>(c) < 0x20) {
+      fail(fmt::format("control character {} in a string (escape it)", describe(p_, end_)));
+      return false;
+    }
+    if (c != '\\') {
+      *write++ = *p_++;
+      continue;
+    }
+    ++p_;
+    if (p_ == end_) {
+      p_ = quote;
+      fail("unterminated string");
+      return false;
+    }
+    const char escape = *p_++;
+    switch (escape) {
+    case '"':
+      *write++ = '"';
+      break;
+    case '\\':
+      *write++ = '\\';
+      break;
+    case '/':
+      *write++ = '/';
+      break;
+    case 'b':
+      *write++ = '\b';
+      break;
+    case 'f':
+      *write++ = '\f';
+      break;
+    case 'n':
+      *write++ = '\n';
+      break;
+    case 'r':
+      *write++ = '\r';
+      break;
+    case 't':
+      *write++ = '\t';
+      break;
+    case 'u': {
+      uint32_t code = 0;
+      for (int i = 0; i < 4; ++i) {
+        const int digit = p_ == end_ ? -1 : hex_value(*p_);
+        if (digit < 0) {
+          fail_expected("4 hex digits after '\\u'");
+          return false;
+        }
+        code = code * 16 + static_cast<uint32_t>(digit);
+        ++p_;
+      }
+      // A high surrogate must be followed by \uDC00-\uDFFF; together they make one code point.
+      if (code >= 0xD800 && code <= 0xDBFF && end_ - p_ >= 6 && p_[0] == '\\' && p_[1] == 'u') {
+        uint32_t low = 0;
+        bool ok = true;
+        for (int i = 2; i < 6; ++i) {
+          const int digit = hex_value(p_[i]);
+          ok = ok && digit >= 0;
+          low = low * 16 + static_cast<uint32_t>(digit < 0 ? 0 : digit);
+        }
+        if (ok && low >= 0xDC00 && low <= 0xDFFF) {
+          code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
+          p_ += 6;
+        }
+      }
+      write = put_utf8(code, write);
+      break;
+    }
+    default:
+      p_ -= 2;  // point at the backslash
+      fail(fmt::format("invalid escape '\\{}' in a string", escape));
+      return false;
+    }
+  }
+  out = std::string_view(start, static_cast<size_t>(write - start));
+  return true;
+}
+
+FlatJsonParser::Result FlatJsonParser::parse_number(std::string_view key, JsonValue& value) {
+  const char* const start = p_;
+  const bool negative = *p_ == '-';
+  if (negative) {
+    ++p_;
+  }
+  if (p_ == end_ || !is_digit(*p_)) {
+    return fail_expected("a digit");
+  }
+  if (*p_ == '0' && p_ + 1 != end_ && is_digit(p_[1])) {
+    return fail("number with a leading zero");
+  }
+  // Accumulate as a negative number so that INT64_MIN fits; overflow is checked per digit.
+  int64_t acc = 0;
+  bool overflow = false;
+  while (p_ != end_ && is_digit(*p_)) {
+    const int digit = *p_++ - '0';
+    if (acc < (INT64_MIN + digit) / 10) {
+      overflow = true;
+    } else {
+      acc = acc * 10 - digit;
+    }
+  }
+  if (p_ != end_ && (*p_ == '.' || *p_ == 'e' || *p_ == 'E')) {
+    while (p_ != end_ &&
+           (is_digit(*p_) || *p_ == '.' || *p_ == 'e' || *p_ == 'E' || *p_ == '+' || *p_ == '-')) {
+      ++p_;
+    }
+    value.type = JsonValue::Type::Float;
+    value.text = std::string_view(start, static_cast<size_t>(p_ - start));
+    return Result::Field;
+  }
+  if (!negative && acc == INT64_MIN) {
+    overflow = true;
+  }
+  if (overflow) {
+    error_ = fmt::format("integer {} out of range for '{}'",
+                         std::string_view(start, static_cast<size_t>(p_ - start)), key);
+    return Result::Error;
+  }
+  value.type = JsonValue::Type::Integer;
+  value.integer = negative ? acc : -acc;
+  value.text = std::string_view(start, static_cast<size_t>(p_ - start));
+  return Result::Field;
+}
+
+bool FlatJsonParser::parse_literal(std::string_view word) {
+  if (static_cast<size_t>(end_ - p_) < word.size() || std::string_view(p_, word.size()) != word) {
+    return false;
+  }
+  p_ += word.size();
+  return true;
+}
+
+FlatJsonParser::Result FlatJsonParser::next(std::string_view& key, JsonValue& value) {
+  if (finished_) {
+    return Result::End;
+  }
+  skip_whitespace();
+  if (!started_) {
+    if (p_ == end_ || *p_ != '{') {
+      return fail_expected("'{' to start an object");
+    }
+    ++p_;
+    started_ = true;
+    skip_whitespace();
+    if (p_ != end_ && *p_ == '}') {
+      ++p_;
+      finished_ = true;
+    }
+  } else {
+    if (p_ != end_ && *p_ == '}') {
+      ++p_;
+      finished_ = true;
+    } else if (p_ != end_ && *p_ == ',') {
+      ++p_;
+      skip_whitespace();
+    } else {
+      return fail_expected("',' or '}'");
+    }
+  }
+  if (finished_) {
+    skip_whitespace();
+    if (p_ != end_) {
+      return fail(fmt::format("unexpected {} after the object", describe(p_, end_)));
+    }
+    return Result::End;
+  }
+  if (p_ == end_ || *p_ != '"') {
+    return fail_expected("'\"' to start a key");
+  }
+  if (!parse_string(key)) {
+    return Result::Error;
+  }
+  skip_whitespace();
+  if (p_ == end_ || *p_ != ':') {
+    return fail_expected("':' after a key");
+  }
+  ++p_;
+  skip_whitespace();
+  if (p_ == end_) {
+    return fail_expected("a value");
+  }
+  switch (*p_) {
+  case '"':
+    value.type = JsonValue::Type::String;
+    return parse_string(value.text) ? Result::Field : Result::Error;
+  case '{':
+    value.type = JsonValue::Type::Object;
+    return Result::Field;
+  case '[':
+    value.type = JsonValue::Type::Array;
+    return Result::Field;
+  default:
+    break;
+  }
+  if (*p_ == '-' || is_digit(*p_)) {
+    return parse_number(key, value);
+  }
+  if (parse_literal("true") || parse_literal("false")) {
+    value.type = JsonValue::Type::Bool;
+    return Result::Field;
+  }
+  if (parse_literal("null")) {
+    value.type = JsonValue::Type::Null;
+    return Result::Field;
+  }
+  return fail_expected("a value");
+}
+
+}  // namespace zfetch::trace

@@ -1,0 +1,171 @@
+// TraceWriter: builds each line with memcpy of constant keys and a digit-pair integer writer,
+// because fmt::format_to with 17 arguments per event costs several times more (tools/bench).
+#include "trace/writer.h"
+
+#include <cstring>
+#include <string_view>
+
+#include "trace/json_escape.h"
+#include "trace/names.h"
+
+namespace zfetch::trace {
+namespace {
+
+// Upper bound of one event line without its two names: 17 keys (< 16 bytes each with quotes,
+// colon and comma), 11 integers of at most 20 digits, kind/phase/status names, braces, newline.
+constexpr size_t kFixedLineBound = 17 * 16 + 11 * 20 + 64 + 8;
+
+constexpr char kDigitPairs[] =
+    "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+    "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+    "8081828384858687888990919293949596979899";
+
+char* write_u64(uint64_t value, char* out) {
+  char digits[20];
+  char* end = digits + sizeof digits;
+  char* p = end;
+  while (value >= 100) {
+    const auto pair = static_cast<size_t>(value % 100) * 2;
+    value /= 100;
+    p -= 2;
+    std::memcpy(p, kDigitPairs + pair, 2);
+  }
+  if (value >= 10) {
+    p -= 2;
+    std::memcpy(p, kDigitPairs + static_cast<size_t>(value) * 2, 2);
+  } else {
+    *--p = static_cast<char>('0' + value);
+  }
+  const auto count = static_cast<size_t>(end - p);
+  std::memcpy(out, p, count);
+  return out + count;
+}
+
+char* write_i64(int64_t value, char* out) {
+  if (value < 0) {
+    *out++ = '-';
+    // Negate in unsigned arithmetic so INT64_MIN does not overflow.
+    return write_u64(0 - static_cast<uint64_t>(value), out);
+  }
+  return write_u64(static_cast<uint64_t>(value), out);
+}
+
+template <size_t N>
+char* write_literal(const char (&literal)[N], char* out) {
+  std::memcpy(out, literal, N - 1);
+  return out + (N - 1);
+}
+
+char* write_name(std::string_view name, char* out) {
+  std::memcpy(out, name.data(), name.size());
+  return out + name.size();
+}
+
+}  // namespace
+
+TraceWriter::TraceWriter(std::FILE* out, const TraceHeader& header) : out_(out) {
+  buffer_.reserve(kChunkBytes + kFixedLineBound);
+  const size_t bound = 128 + max_escaped_size(header.scenario) + max_escaped_size(header.discovery);
+  buffer_.resize(bound);
+  char* p = buffer_.data();
+  p = write_literal(R"({"format":"zfetch-trace","version":)", p);
+  p = write_i64(header.version, p);
+  p = write_literal(R"(,"scenario":")", p);
+  p = escape_json(header.scenario, p);
+  p = write_literal(R"(","world_size":)", p);
+  p = write_i64(header.world_size, p);
+  p = write_literal(R"(,"discovery":")", p);
+  p = escape_json(header.discovery, p);
+  p = write_literal("\"}\n", p);
+  buffer_.resize(static_cast<size_t>(p - buffer_.data()));
+}
+
+TraceWriter::~TraceWriter() {
+  write_chunk();
+}
+
+void TraceWriter::on_event(const Event& e) {
+  const size_t start = buffer_.size();
+  // Resizing within the reserved capacity does not allocate; only a line with very long names
+  // can grow the buffer, and the capacity it reaches is kept.
+  buffer_.resize(start + kFixedLineBound + max_escaped_size(e.module) + max_escaped_size(e.param));
+  char* p = buffer_.data() + start;
+  p = write_literal(R"({"seq":)", p);
+  p = write_u64(e.seq, p);
+  p = write_literal(R"(,"t_ns":)", p);
+  p = write_i64(e.t_ns, p);
+  p = write_literal(R"(,"rank":)", p);
+  p = write_i64(e.rank, p);
+  p = write_literal(R"(,"engine":)", p);
+  p = write_i64(e.engine, p);
+  p = write_literal(R"(,"step":)", p);
+  p = write_i64(e.step, p);
+  p = write_literal(R"(,"micro_step":)", p);
+  p = write_i64(e.micro_step, p);
+  p = write_literal(R"(,"phase":")", p);
+  p = write_name(format_as(e.phase), p);
+  p = write_literal(R"(","kind":")", p);
+  p = write_name(format_as(e.kind), p);
+  *p++ = '"';
+  if (e.trace_step >= 0) {
+    p = write_literal(R"(,"trace_step":)", p);
+    p = write_i64(e.trace_step, p);
+  }
+  if (e.module_id >= 0) {
+    p = write_literal(R"(,"module_id":)", p);
+    p = write_i64(e.module_id, p);
+    p = write_literal(R"(,"module":")", p);
+    p = escape_json(e.module, p);
+    *p++ = '"';
+  }
+  if (e.param_id >= 0) {
+    p = write_literal(R"(,"param_id":)", p);
+    p = write_i64(e.param_id, p);
+    p = write_literal(R"(,"param":")", p);
+    p = escape_json(e.param, p);
+    *p++ = '"';
+  }
+  if (e.status != Status::None) {
+    p = write_literal(R"(,"status":")", p);
+    p = write_name(format_as(e.status), p);
+    *p++ = '"';
+  }
+  if (e.numel >= 0) {
+    p = write_literal(R"(,"numel":)", p);
+    p = write_i64(e.numel, p);
+  }
+  if (e.bytes >= 0) {
+    p = write_literal(R"(,"bytes":)", p);
+    p = write_i64(e.bytes, p);
+  }
+  if (e.group >= 0) {
+    p = write_literal(R"(,"group":)", p);
+    p = write_i64(e.group, p);
+  }
+  p = write_literal("}\n", p);
+  buffer_.resize(static_cast<size_t>(p - buffer_.data()));
+  if (buffer_.size() >= kChunkBytes) {
+    write_chunk();
+  }
+}
+
+void TraceWriter::write_chunk() {
+  if (buffer_.size() == 0) {
+    return;
+  }
+  if (ok_ && std::fwrite(buffer_.data(), 1, buffer_.size(), out_) != buffer_.size()) {
+    ok_ = false;
+  }
+  bytes_ += buffer_.size();
+  buffer_.clear();
+}
+
+bool TraceWriter::flush() {
+  write_chunk();
+  if (ok_ && std::fflush(out_) != 0) {
+    ok_ = false;
+  }
+  return ok_;
+}
+
+}  // namespace zfetch::trace
