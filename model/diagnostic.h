@@ -18,6 +18,8 @@ struct Note {
   SourceLoc loc;
   std::string message;
   std::string source_line;  ///< the text of line `loc.line`, empty if none
+  uint32_t length = 1;      ///< caret width under `source_line`
+  std::string file;         ///< where `loc` is, when not the diagnostic's own file
 };
 
 /// One error about the input. `source_line` is the offending line of the file so that the

@@ -1,0 +1,420 @@
+// The module tree and its parameters: names, shapes, ties, and the Boost.Graph view.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "model/scenario_parser.h"
+
+namespace zfetch::model::detail {
+
+namespace {
+
+using namespace std::string_view_literals;
+
+constexpr std::array kModuleKeys = {"name"sv,    "class"sv, "params"sv,  "children"sv,
+                                    "forward"sv, "leaf"sv,  "outputs"sv, "compute_us"sv};
+constexpr std::array kParamKeys = {"shape"sv, "numel"sv, "dtype"sv, "frozen"sv, "tied_to"sv};
+constexpr std::array kDtypes = {"fp32"sv, "bf16"sv, "fp16"sv};
+
+std::string join_name(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
+}
+
+std::string format_shape(const std::vector<int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+std::string_view dtype_name(DType dtype) {
+  return dtype == DType::Bf16 ? "bf16" : dtype == DType::Fp16 ? "fp16" : "fp32";
+}
+
+}  // namespace
+
+std::string ScenarioParser::describe(ModuleIndex module) const {
+  const ModuleSpec& spec = scenario_.modules[module];
+  return spec.qualified_name.empty() ? spec.name : spec.qualified_name;
+}
+
+void ScenarioParser::read_model(const Field& root) {
+  read_module(root, kNone);
+  resolve_ties();
+  for (const PendingForward& pending : forwards_) {
+    ModuleSpec& module = scenario_.modules[pending.module];
+    module.has_forward = true;
+    module.forward = read_ops({pending.value, "forward", pending.key}, pending.module);
+  }
+  build_graph();
+}
+
+void ScenarioParser::read_module(const Field& field, ModuleIndex parent) {
+  if (!reader_.expect_map(field)) {
+    return;
+  }
+  const YAML::Node& node = field.value;
+  reader_.check_keys(node, kModuleKeys, "a module");
+
+  const ModuleIndex index = static_cast<ModuleIndex>(scenario_.modules.size());
+  ModuleSpec module;
+  module.parent = parent;
+  module.loc = YamlReader::loc(node);
+  YAML::Node name_node = node;
+  bool has_name = false;
+  for (const auto& entry : node) {
+    if (entry.first.Scalar() != "name") {
+      continue;
+    }
+    has_name = true;
+    name_node.reset(entry.first);
+    if (auto name = reader_.read_string({entry.second, "name", entry.first})) {
+      name_node.reset(entry.second);
+      module.name = *name;
+      if (name->empty() || name->find('.') != std::string::npos) {
+        reader_.error(entry.second,
+                      fmt::format("module name '{}' must be non-empty and contain no '.'", *name));
+      }
+    }
+  }
+  if (!has_name) {
+    reader_.error(node, "module has no 'name'");
+  }
+  if (parent != kNone) {
+    module.qualified_name = join_name(scenario_.modules[parent].qualified_name, module.name);
+    scenario_.modules[parent].children.push_back(index);
+  }
+  scenario_.modules.push_back(module);
+  module_name_nodes_.push_back(name_node);
+  module_by_name_.emplace(scenario_.modules[index].qualified_name, index);
+
+  // Own params before children: Scenario::params is in module pre-order.
+  YAML::Node children_key;
+  YAML::Node children;
+  for (const auto& entry : node) {
+    const std::string& key = entry.first.Scalar();
+    const Field value{entry.second, key, entry.first};
+    ModuleSpec& spec = scenario_.modules[index];
+    if (key == "class") {
+      if (auto text = reader_.read_string(value)) {
+        spec.class_name = *text;
+      }
+    } else if (key == "params") {
+      read_params(value, index);
+    } else if (key == "children") {
+      children_key.reset(entry.first);
+      children.reset(entry.second);
+    } else if (key == "forward") {
+      forwards_.push_back({index, entry.first, entry.second});
+    } else if (key == "leaf") {
+      if (auto flag = reader_.read_bool(value)) {
+        spec.leaf = *flag;
+      }
+    } else if (key == "outputs") {
+      if (auto count = reader_.read_int(value, 1)) {
+        spec.outputs = *count;
+      }
+    } else if (key == "compute_us") {
+      if (auto time = reader_.read_int(value, 0)) {
+        spec.compute_us = *time;
+      }
+    }
+  }
+  if (children_key.IsDefined() && YamlReader::loc(children_key).line != 0) {
+    if (reader_.expect_seq({children, "children", children_key})) {
+      for (const YAML::Node& child : children) {
+        read_module({child, "children", {}}, index);
+      }
+    }
+  }
+  check_sibling_names(index);
+}
+
+void ScenarioParser::check_sibling_names(ModuleIndex module) {
+  // Params and children share one attribute namespace (nn.Module.__setattr__).
+  struct Entry {
+    std::string name;
+    YAML::Node node;
+    bool is_param;
+  };
+  std::vector<Entry> entries;
+  const ModuleSpec& spec = scenario_.modules[module];
+  for (ParamIndex param : spec.params) {
+    entries.push_back({scenario_.params[param].name, param_name_nodes_[param], true});
+  }
+  for (ModuleIndex child : spec.children) {
+    entries.push_back({scenario_.modules[child].name, module_name_nodes_[child], false});
+  }
+  for (size_t i = 0; i < entries.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (entries[j].name != entries[i].name || entries[i].name.empty()) {
+        continue;
+      }
+      const Entry& first = entries[j];
+      const Entry& second = entries[i];
+      std::string message;
+      if (first.is_param && second.is_param) {
+        message =
+            fmt::format("duplicate parameter '{}' in module '{}'", second.name, describe(module));
+      } else if (!first.is_param && !second.is_param) {
+        message = fmt::format("duplicate child '{}' in module '{}'", second.name, describe(module));
+      } else {
+        message = fmt::format("'{}' is both a parameter and a child of module '{}'", second.name,
+                              describe(module));
+      }
+      reader_.error(second.node, message,
+                    {reader_.quoting_note(first.node, "previous definition here")});
+      break;
+    }
+  }
+}
+
+void ScenarioParser::read_params(const Field& field, ModuleIndex module) {
+  if (!reader_.expect_map(field)) {
+    return;
+  }
+  for (const auto& entry : field.value) {
+    if (!entry.first.IsScalar()) {
+      reader_.error(entry.first,
+                    fmt::format("expected a parameter name, got {}", describe_value(entry.first)));
+      continue;
+    }
+    read_param(entry.first, entry.second, module);
+  }
+}
+
+void ScenarioParser::read_param(const YAML::Node& key, const YAML::Node& value,
+                                ModuleIndex module) {
+  const ParamIndex index = static_cast<ParamIndex>(scenario_.params.size());
+  ParamSpec param;
+  param.name = key.Scalar();
+  param.owner = module;
+  param.qualified_name = join_name(scenario_.modules[module].qualified_name, param.name);
+  param.loc = YamlReader::loc(key);
+  if (param.name.empty() || param.name.find('.') != std::string::npos) {
+    reader_.error(
+        key, fmt::format("parameter name '{}' must be non-empty and contain no '.'", param.name));
+  }
+
+  bool shape_given = false;
+  bool dtype_given = false;
+  bool frozen_given = false;
+  YAML::Node tied_target;
+  bool tied = false;
+  if (value.IsSequence()) {
+    shape_given = read_shape({value, "shape", key}, param);
+  } else if (value.IsMap()) {
+    reader_.check_keys(value, kParamKeys, fmt::format("parameter '{}'", param.qualified_name));
+    YAML::Node numel_key;
+    YAML::Node shape_key;
+    for (const auto& entry : value) {
+      const std::string& name = entry.first.Scalar();
+      const Field field{entry.second, name, entry.first};
+      if (name == "shape") {
+        shape_key.reset(entry.first);
+        if (!reader_.expect_seq(field)) {
+          shape_given = true;  // reported; do not also ask for a shape
+          continue;
+        }
+        shape_given = true;
+        read_shape(field, param);
+      } else if (name == "numel") {
+        numel_key.reset(entry.first);
+        shape_given = true;
+        if (auto numel = reader_.read_int(field, INT64_MIN)) {
+          if (*numel < 0) {
+            reader_.error(entry.second,
+                          fmt::format("negative size {} for 'numel' of parameter '{}'", *numel,
+                                      param.qualified_name));
+          } else {
+            param.numel = *numel;
+            param.shape = {*numel};
+          }
+        }
+      } else if (name == "dtype") {
+        dtype_given = true;
+        if (auto dtype = reader_.read_choice(field, "dtype", kDtypes)) {
+          param.dtype = *dtype == "bf16"   ? DType::Bf16
+                        : *dtype == "fp16" ? DType::Fp16
+                                           : DType::Fp32;
+        }
+      } else if (name == "frozen") {
+        frozen_given = true;
+        if (auto frozen = reader_.read_bool(field)) {
+          param.frozen = *frozen;
+        }
+      } else if (name == "tied_to") {
+        if (reader_.read_string(field)) {
+          tied = true;
+          tied_target.reset(entry.second);
+        }
+      }
+    }
+    if (YamlReader::loc(numel_key).line != 0 && YamlReader::loc(shape_key).line != 0) {
+      reader_.error(numel_key, fmt::format("parameter '{}' has both 'shape' and 'numel'; give one",
+                                           param.qualified_name));
+    }
+    if (!shape_given && !tied) {
+      reader_.error(
+          key, fmt::format("parameter '{}' needs a 'shape' or a 'numel'", param.qualified_name));
+    }
+  } else {
+    reader_.error(value.IsNull() ? key : value,
+                  fmt::format("expected a shape list or a mapping for parameter '{}', got {}",
+                              param.qualified_name, describe_value(value)));
+  }
+
+  scenario_.params.push_back(param);
+  scenario_.modules[module].params.push_back(index);
+  param_name_nodes_.push_back(key);
+  param_by_name_.emplace(param.qualified_name, index);
+  if (tied) {
+    ties_.push_back({index, tied_target, shape_given, dtype_given, frozen_given});
+  }
+}
+
+bool ScenarioParser::read_shape(const Field& field, ParamSpec& param) {
+  std::vector<int64_t> shape;
+  int64_t numel = 1;
+  bool ok = true;
+  for (const YAML::Node& dim : field.value) {
+    const std::optional<int64_t> size = reader_.read_int({dim, "shape", {}}, INT64_MIN);
+    if (!size) {
+      ok = false;
+      continue;
+    }
+    if (*size < 0) {
+      reader_.error(dim, fmt::format("negative size {} in the shape of parameter '{}'", *size,
+                                     param.qualified_name));
+      ok = false;
+      continue;
+    }
+    if (__builtin_mul_overflow(numel, *size, &numel)) {
+      reader_.error(field.value, fmt::format("the shape of parameter '{}' has too many elements",
+                                             param.qualified_name));
+      return false;
+    }
+    shape.push_back(*size);
+  }
+  if (ok) {
+    param.shape = std::move(shape);
+    param.numel = numel;
+  }
+  return true;
+}
+
+void ScenarioParser::resolve_ties() {
+  std::vector<std::string> names;
+  for (const ParamSpec& param : scenario_.params) {
+    names.push_back(param.qualified_name);
+  }
+  for (const PendingTie& tie : ties_) {
+    std::string target = tie.target.Scalar();
+    if (!target.empty() && target.front() == '/') {
+      target.erase(0, 1);
+    }
+    const auto found = param_by_name_.find(target);
+    ParamSpec& param = scenario_.params[tie.param];
+    if (found == param_by_name_.end()) {
+      reader_.error(
+          tie.target,
+          fmt::format("unknown parameter '{}' in 'tied_to' of '{}'", target, param.qualified_name),
+          reader_.did_you_mean(tie.target, target, names));
+    } else if (found->second == tie.param) {
+      reader_.error(tie.target, fmt::format("parameter '{}' is tied to itself", target));
+    } else {
+      param.tied_to = found->second;
+    }
+  }
+
+  // A chain a -> b -> c is one Parameter object; a loop has no object to be.
+  const size_t count = scenario_.params.size();
+  std::vector<bool> in_cycle(count, false);
+  for (ParamIndex start = 0; start < count; ++start) {
+    std::vector<ParamIndex> chain{start};
+    ParamIndex at = scenario_.params[start].tied_to;
+    while (at != kNone && at != start && chain.size() <= count) {
+      chain.push_back(at);
+      at = scenario_.params[at].tied_to;
+    }
+    if (at != start) {
+      continue;
+    }
+    in_cycle[start] = true;
+    // Report each loop once, at its first parameter in file order.
+    if (*std::min_element(chain.begin(), chain.end()) != start) {
+      continue;
+    }
+    std::vector<std::string> path;
+    for (ParamIndex member : chain) {
+      path.push_back(scenario_.params[member].qualified_name);
+    }
+    path.push_back(scenario_.params[start].qualified_name);
+    reader_.error(param_name_nodes_[start],
+                  fmt::format("tied parameters form a cycle: {}", fmt::join(path, " -> ")));
+  }
+
+  for (const PendingTie& tie : ties_) {
+    ParamSpec& alias = scenario_.params[tie.param];
+    if (alias.tied_to == kNone || in_cycle[tie.param]) {
+      continue;
+    }
+    ParamIndex canonical = alias.tied_to;
+    while (scenario_.params[canonical].tied_to != kNone) {
+      canonical = scenario_.params[canonical].tied_to;
+    }
+    if (in_cycle[canonical]) {
+      continue;
+    }
+    const ParamSpec& target = scenario_.params[canonical];
+    const std::vector<Note> notes = {reader_.quoting_note(
+        param_name_nodes_[canonical], fmt::format("'{}' declared here", target.qualified_name))};
+    if (!tie.shape_given) {
+      alias.shape = target.shape;
+      alias.numel = target.numel;
+    } else if (alias.shape != target.shape) {
+      reader_.error(param_name_nodes_[tie.param],
+                    fmt::format("tied parameter '{}' has shape {}, but '{}' has shape {}",
+                                alias.qualified_name, format_shape(alias.shape),
+                                target.qualified_name, format_shape(target.shape)),
+                    notes);
+    }
+    if (!tie.dtype_given) {
+      alias.dtype = target.dtype;
+    } else if (alias.dtype != target.dtype) {
+      reader_.error(param_name_nodes_[tie.param],
+                    fmt::format("tied parameter '{}' has dtype {}, but '{}' has dtype {}",
+                                alias.qualified_name, dtype_name(alias.dtype),
+                                target.qualified_name, dtype_name(target.dtype)),
+                    notes);
+    }
+    if (!tie.frozen_given) {
+      alias.frozen = target.frozen;
+    } else if (alias.frozen != target.frozen) {
+      reader_.error(
+          param_name_nodes_[tie.param],
+          fmt::format("tied parameter '{}' has frozen: {}, but '{}' has frozen: {}",
+                      alias.qualified_name, alias.frozen, target.qualified_name, target.frozen),
+          notes);
+    }
+  }
+}
+
+void ScenarioParser::build_graph() {
+  ModuleGraph& graph = scenario_.graph;
+  graph = ModuleGraph(scenario_.modules.size());
+  for (ModuleIndex parent = 0; parent < scenario_.modules.size(); ++parent) {
+    for (ModuleIndex child : scenario_.modules[parent].children) {
+      boost::add_edge(parent, child, ModuleEdge{EdgeKind::Child, kNone}, graph);
+    }
+  }
+  for (ParamIndex param = 0; param < scenario_.params.size(); ++param) {
+    const ParamSpec& spec = scenario_.params[param];
+    if (spec.tied_to != kNone) {
+      boost::add_edge(spec.owner, scenario_.params[spec.tied_to].owner,
+                      ModuleEdge{EdgeKind::Tied, param}, graph);
+    }
+  }
+}
+
+}  // namespace zfetch::model::detail

@@ -1,0 +1,271 @@
+// Forward programs: call, access, checkpoint, repeat and returns operations, with `when` guards.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "model/scenario_parser.h"
+#include "model/spellcheck.h"
+
+namespace zfetch::model::detail {
+
+namespace {
+
+using namespace std::string_view_literals;
+
+// Each operation is a mapping with exactly one of the kind keys, plus the keys its kind allows.
+constexpr std::array kOpKindKeys = {"call"sv, "access"sv, "checkpoint"sv, "repeat"sv, "returns"sv};
+constexpr std::array kOpKeys = {"call"sv,    "access"sv, "checkpoint"sv, "repeat"sv,
+                                "returns"sv, "kind"sv,   "body"sv,       "when"sv};
+constexpr std::array kConditionKeys = {"step"sv, "micro_step"sv, "rank"sv, "engine"sv, "phase"sv};
+constexpr std::array kPhases = {"train"sv, "eval"sv};
+constexpr std::array kAccessKinds = {"data"sv, "metadata"sv};
+constexpr std::array kCheckpointKeys = {"reentrant"sv};
+
+// The keys an operation of each kind may carry besides its kind key and `when`.
+bool allows(std::string_view kind, std::string_view key) {
+  if (key == kind || key == "when") {
+    return true;
+  }
+  if (key == "kind") {
+    return kind == "access";
+  }
+  if (key == "body") {
+    return kind == "checkpoint" || kind == "repeat";
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<Op> ScenarioParser::read_ops(const Field& field, ModuleIndex module) {
+  std::vector<Op> ops;
+  if (!reader_.expect_seq(field)) {
+    return ops;
+  }
+  for (const YAML::Node& node : field.value) {
+    Op op;
+    if (read_op(node, module, op)) {
+      ops.push_back(std::move(op));
+    }
+  }
+  return ops;
+}
+
+bool ScenarioParser::read_op(const YAML::Node& node, ModuleIndex module, Op& op) {
+  if (!reader_.expect_map({node, "forward", {}})) {
+    return false;
+  }
+  op.loc = YamlReader::loc(node);
+  reader_.check_keys(node, kOpKeys, "an operation");
+
+  // Which kind is this operation?
+  std::string kind;
+  YAML::Node kind_key;
+  YAML::Node kind_value;
+  for (const auto& entry : node) {
+    const std::string& key = entry.first.Scalar();
+    if (std::find(kOpKindKeys.begin(), kOpKindKeys.end(), key) == kOpKindKeys.end()) {
+      continue;
+    }
+    if (!kind.empty()) {
+      reader_.error(
+          entry.first,
+          fmt::format("operation has both '{}' and '{}'; give one per list item", kind, key));
+      return false;
+    }
+    kind = key;
+    kind_key.reset(entry.first);
+    kind_value.reset(entry.second);
+  }
+  if (kind.empty()) {
+    const bool only_known = std::all_of(node.begin(), node.end(), [](const auto& entry) {
+      return std::find(kOpKeys.begin(), kOpKeys.end(), entry.first.Scalar()) != kOpKeys.end();
+    });
+    // An unknown key was already reported with a suggestion; do not pile on.
+    if (only_known) {
+      reader_.error(node,
+                    "operation needs one of 'call', 'access', 'checkpoint', 'repeat', "
+                    "'returns'");
+    }
+    return false;
+  }
+
+  bool ok = true;
+  for (const auto& entry : node) {
+    const std::string& key = entry.first.Scalar();
+    const bool known = std::find(kOpKeys.begin(), kOpKeys.end(), key) != kOpKeys.end();
+    if (known && !allows(kind, key)) {
+      reader_.error(entry.first, fmt::format("'{}' does not apply to a '{}' operation", key, kind));
+      ok = false;
+    } else if (key == "when") {
+      op.when = read_condition({entry.second, "when", entry.first});
+    }
+  }
+
+  const Field value{kind_value, kind, kind_key};
+  if (kind == "call") {
+    op.kind = Op::Kind::Call;
+    const std::optional<ModuleIndex> callee = resolve_call(kind_value, module);
+    ok = ok && callee.has_value();
+    op.callee = callee.value_or(kNone);
+  } else if (kind == "access" || kind == "returns") {
+    op.kind = kind == "access" ? Op::Kind::Access : Op::Kind::Return;
+    const std::optional<ParamIndex> param = resolve_param(kind_value, kind, module);
+    ok = ok && param.has_value();
+    op.param = param.value_or(kNone);
+    for (const auto& entry : node) {
+      if (entry.first.Scalar() == "kind") {
+        const auto access =
+            reader_.read_choice({entry.second, "kind", entry.first}, "access kind", kAccessKinds);
+        ok = ok && access.has_value();
+        op.access = access == "metadata" ? AccessKind::Metadata : AccessKind::Data;
+      }
+    }
+  } else if (kind == "checkpoint") {
+    op.kind = Op::Kind::Checkpoint;
+    // `checkpoint: {}` or `checkpoint:` alone mean DeepSpeed's default, reentrant.
+    if (!kind_value.IsNull()) {
+      if (reader_.expect_map(value)) {
+        reader_.check_keys(kind_value, kCheckpointKeys, "'checkpoint'");
+        for (const auto& entry : kind_value) {
+          if (entry.first.Scalar() == "reentrant") {
+            const auto reentrant = reader_.read_bool({entry.second, "reentrant", entry.first});
+            ok = ok && reentrant.has_value();
+            op.reentrant = reentrant.value_or(true);
+          }
+        }
+      } else {
+        ok = false;
+      }
+    }
+    ok = read_body(node, kind, module, op) && ok;
+  } else {
+    op.kind = Op::Kind::Repeat;
+    const std::optional<int64_t> count = reader_.read_int(value, 1);
+    ok = ok && count.has_value();
+    op.count = count.value_or(1);
+    ok = read_body(node, kind, module, op) && ok;
+  }
+  return ok;
+}
+
+bool ScenarioParser::read_body(const YAML::Node& op_node, std::string_view kind, ModuleIndex module,
+                               Op& op) {
+  for (const auto& entry : op_node) {
+    if (entry.first.Scalar() != "body") {
+      continue;
+    }
+    if (entry.second.IsSequence() && entry.second.size() == 0) {
+      reader_.error(entry.second, fmt::format("'{}' has an empty 'body'", kind));
+      return false;
+    }
+    op.body = read_ops({entry.second, "body", entry.first}, module);
+    return true;
+  }
+  reader_.error(op_node, fmt::format("'{}' needs a 'body' list of operations", kind));
+  return false;
+}
+
+Condition ScenarioParser::read_condition(const Field& field) {
+  Condition condition;
+  if (!reader_.expect_map(field)) {
+    return condition;
+  }
+  reader_.check_keys(field.value, kConditionKeys, "'when'");
+  for (const auto& entry : field.value) {
+    const std::string& key = entry.first.Scalar();
+    const Field value{entry.second, key, entry.first};
+    std::vector<int64_t>* list = key == "step"         ? &condition.steps
+                                 : key == "micro_step" ? &condition.micro_steps
+                                 : key == "rank"       ? &condition.ranks
+                                 : key == "engine"     ? &condition.engines
+                                                       : nullptr;
+    if (list != nullptr) {
+      *list = reader_.read_int_list(value, 0).value_or(std::vector<int64_t>{});
+    } else if (key == "phase") {
+      if (auto phase = reader_.read_choice(value, "phase", kPhases)) {
+        condition.phase = *phase == "train" ? Condition::Phase::Train : Condition::Phase::Eval;
+      }
+    }
+  }
+  return condition;
+}
+
+std::optional<ModuleIndex> ScenarioParser::resolve_call(const YAML::Node& node,
+                                                        ModuleIndex module) {
+  const std::optional<std::string> path = reader_.read_string({node, "call", {}});
+  if (!path) {
+    return std::nullopt;
+  }
+  // Walk the dotted path one child at a time: `layers.0` is child `0` of child `layers`.
+  ModuleIndex at = module;
+  std::string walked;
+  size_t start = 0;
+  while (true) {
+    const size_t dot = path->find('.', start);
+    const std::string segment =
+        path->substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    std::vector<std::string> candidates;
+    ModuleIndex next = kNone;
+    for (ModuleIndex child : scenario_.modules[at].children) {
+      const std::string& name = scenario_.modules[child].name;
+      candidates.push_back(walked.empty() ? name : walked + "." + name);
+      if (name == segment && next == kNone) {
+        next = child;
+      }
+    }
+    walked = walked.empty() ? segment : walked + "." + segment;
+    if (next == kNone) {
+      const std::string wanted = dot == std::string::npos ? walked : walked + path->substr(dot);
+      reader_.error(node,
+                    fmt::format("module '{}' is not a child of '{}'", *path, describe(module)),
+                    reader_.did_you_mean(node, wanted, candidates));
+      return std::nullopt;
+    }
+    at = next;
+    if (dot == std::string::npos) {
+      return at;
+    }
+    start = dot + 1;
+  }
+}
+
+std::optional<ParamIndex> ScenarioParser::resolve_param(const YAML::Node& node,
+                                                        std::string_view key, ModuleIndex module) {
+  const std::optional<std::string> path = reader_.read_string({node, key, {}});
+  if (!path) {
+    return std::nullopt;
+  }
+  // `/a.b.weight` is from the root; anything else is relative to the running module.
+  const std::string& prefix = scenario_.modules[module].qualified_name;
+  const bool from_root = !path->empty() && path->front() == '/';
+  const std::string name =
+      from_root ? path->substr(1) : (prefix.empty() ? *path : prefix + "." + *path);
+  const auto found = param_by_name_.find(name);
+  if (found != param_by_name_.end()) {
+    return found->second;
+  }
+  std::vector<std::string> names;
+  for (const ParamSpec& param : scenario_.params) {
+    names.push_back(param.qualified_name);
+  }
+  std::vector<Note> notes;
+  if (const std::optional<std::string> best = closest_word(name, names)) {
+    // Suggest the spelling the user would write here: relative below this module, else rooted.
+    const std::string below = prefix.empty() ? "" : prefix + ".";
+    const bool relative = !from_root && best->compare(0, below.size(), below) == 0;
+    Note note;
+    note.loc = YamlReader::loc(node);
+    note.message =
+        fmt::format("did you mean '{}'?", relative ? best->substr(below.size()) : "/" + *best);
+    notes.push_back(note);
+  }
+  reader_.error(node, fmt::format("unknown parameter '{}' in module '{}'", *path, describe(module)),
+                notes);
+  return std::nullopt;
+}
+
+}  // namespace zfetch::model::detail

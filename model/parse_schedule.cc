@@ -1,0 +1,200 @@
+// The schedule (train, eval, checkpoints, restarts) and the `expect` block.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "model/scenario_parser.h"
+
+namespace zfetch::model::detail {
+
+namespace {
+
+using namespace std::string_view_literals;
+
+constexpr std::array kScheduleKinds = {"train"sv,           "eval"sv,
+                                       "save_checkpoint"sv, "restart"sv,
+                                       "load_checkpoint"sv, "empty_partition_cache"sv};
+constexpr std::array kPolicies = {"resident-skip"sv, "residency-independent"sv};
+constexpr std::array kOutcomes = {"pass"sv,
+                                  "trace-invalidated"sv,
+                                  "fetch-queue-mismatch"sv,
+                                  "inflight-params"sv,
+                                  "rank-divergence"sv,
+                                  "hang"sv,
+                                  "not-available"sv,
+                                  "error"sv};
+constexpr std::array kExpectPhases = {"fwd"sv, "bwd"sv, "recompute"sv, "eval"sv};
+constexpr std::array kExpectationKeys = {"outcome"sv,    "phase"sv,  "module"sv,       "step"sv,
+                                         "micro_step"sv, "engine"sv, "invalidations"sv};
+
+}  // namespace
+
+void ScenarioParser::read_schedule(const Field& field) {
+  if (!reader_.expect_seq(field)) {
+    return;
+  }
+  if (field.value.size() == 0) {
+    reader_.error(field.value, "the schedule is empty; give at least one 'train' or 'eval'");
+    return;
+  }
+  std::vector<std::string> saved_tags;
+  for (const YAML::Node& item : field.value) {
+    read_schedule_item(item, saved_tags);
+  }
+}
+
+void ScenarioParser::read_schedule_item(const YAML::Node& node,
+                                        std::vector<std::string>& saved_tags) {
+  ScheduleItem item;
+  item.loc = YamlReader::loc(node);
+  YAML::Node key = node;
+  YAML::Node value;
+  std::string kind;
+  if (node.IsScalar()) {
+    kind = node.Scalar();
+  } else if (node.IsMap() && node.size() == 1) {
+    key.reset(node.begin()->first);
+    value.reset(node.begin()->second);
+    kind = key.Scalar();
+  } else {
+    reader_.error(node, fmt::format("expected one schedule action such as 'train: 1', got {}",
+                                    describe_value(node)));
+    return;
+  }
+  if (std::find(kScheduleKinds.begin(), kScheduleKinds.end(), kind) == kScheduleKinds.end()) {
+    reader_.error(key,
+                  fmt::format("unknown schedule action '{}'; valid values are: {}", kind,
+                              fmt::join(kScheduleKinds, ", ")),
+                  reader_.did_you_mean(key, kind, kScheduleKinds));
+    return;
+  }
+  const bool bare = node.IsScalar() || value.IsNull();
+  const Field field{value, kind, key};
+  if (kind == "train" || kind == "eval") {
+    item.kind = kind == "train" ? ScheduleItem::Kind::Train : ScheduleItem::Kind::Eval;
+    const std::string_view count_key = kind == "train" ? "steps" : "passes";
+    std::optional<int64_t> count;
+    if (bare) {
+      count = 1;
+    } else if (value.IsMap()) {
+      const std::array known = {count_key};
+      reader_.check_keys(value, known, fmt::format("'{}'", kind));
+      count = 1;
+      for (const auto& entry : value) {
+        if (entry.first.Scalar() == count_key) {
+          count = reader_.read_int({entry.second, count_key, entry.first}, 1);
+        }
+      }
+    } else {
+      count = reader_.read_int(field, 1);
+    }
+    if (!count) {
+      return;
+    }
+    item.steps = *count;
+  } else if (kind == "save_checkpoint" || kind == "load_checkpoint") {
+    item.kind = kind == "save_checkpoint" ? ScheduleItem::Kind::SaveCheckpoint
+                                          : ScheduleItem::Kind::LoadCheckpoint;
+    const std::optional<std::string> tag = bare ? std::nullopt : reader_.read_string(field);
+    if (bare) {
+      reader_.error(key, fmt::format("'{}' needs a checkpoint tag", kind));
+    }
+    if (!tag) {
+      return;
+    }
+    item.tag = *tag;
+    if (item.kind == ScheduleItem::Kind::SaveCheckpoint) {
+      saved_tags.push_back(*tag);
+    } else if (std::find(saved_tags.begin(), saved_tags.end(), *tag) == saved_tags.end()) {
+      reader_.error(value, fmt::format("checkpoint '{}' is loaded before it is saved", *tag),
+                    reader_.did_you_mean(value, *tag, saved_tags));
+      return;
+    }
+  } else if (kind == "restart") {
+    item.kind = ScheduleItem::Kind::Restart;
+    if (!bare) {
+      if (!reader_.expect_map(field)) {
+        return;
+      }
+      const std::array known = {"reuse_model"sv};
+      reader_.check_keys(value, known, "'restart'");
+      for (const auto& entry : value) {
+        if (entry.first.Scalar() == "reuse_model") {
+          item.reuse_model =
+              reader_.read_bool({entry.second, "reuse_model", entry.first}).value_or(false);
+        }
+      }
+    }
+  } else {
+    item.kind = ScheduleItem::Kind::EmptyPartitionCache;
+    if (!bare) {
+      reader_.error(value, "'empty_partition_cache' takes no value");
+      return;
+    }
+  }
+  scenario_.schedule.push_back(item);
+}
+
+void ScenarioParser::read_expectations(const Field& field) {
+  if (!reader_.expect_map(field)) {
+    return;
+  }
+  reader_.check_keys(field.value, kPolicies, "'expect'");
+  for (const auto& entry : field.value) {
+    if (std::find(kPolicies.begin(), kPolicies.end(), entry.first.Scalar()) != kPolicies.end()) {
+      read_expectation(entry.first, entry.second);
+    }
+  }
+}
+
+void ScenarioParser::read_expectation(const YAML::Node& key, const YAML::Node& value) {
+  PolicyExpectation result;
+  result.policy = key.Scalar();
+  Expectation& expect = result.expect;
+  expect.loc = YamlReader::loc(key);
+  if (!reader_.expect_map({value, result.policy, key})) {
+    return;
+  }
+  reader_.check_keys(value, kExpectationKeys,
+                     fmt::format("the expectation for '{}'", result.policy));
+  bool has_outcome = false;
+  for (const auto& entry : value) {
+    const std::string& name = entry.first.Scalar();
+    const Field field{entry.second, name, entry.first};
+    if (name == "outcome") {
+      has_outcome = true;
+      expect.outcome = reader_.read_choice(field, "outcome", kOutcomes).value_or("");
+    } else if (name == "phase") {
+      expect.phase = reader_.read_choice(field, "phase", kExpectPhases);
+    } else if (name == "module") {
+      const std::optional<std::string> module = reader_.read_string(field);
+      if (module && module_by_name_.find(*module) == module_by_name_.end()) {
+        std::vector<std::string> names;
+        for (const ModuleSpec& spec : scenario_.modules) {
+          names.push_back(spec.qualified_name);
+        }
+        reader_.error(
+            entry.second,
+            fmt::format("unknown module '{}' in the expectation for '{}'", *module, result.policy),
+            reader_.did_you_mean(entry.second, *module, names));
+      }
+      expect.module = module;
+    } else if (name == "step" || name == "micro_step" || name == "engine" ||
+               name == "invalidations") {
+      std::optional<int64_t>& slot = name == "step"         ? expect.step
+                                     : name == "micro_step" ? expect.micro_step
+                                     : name == "engine"     ? expect.engine
+                                                            : expect.invalidations;
+      slot = reader_.read_int(field, 0);
+    }
+  }
+  if (!has_outcome) {
+    reader_.error(key, fmt::format("the expectation for '{}' has no 'outcome'", result.policy));
+  }
+  scenario_.expectations.push_back(std::move(result));
+}
+
+}  // namespace zfetch::model::detail

@@ -1,0 +1,77 @@
+// The scenario reader behind load.h: model tree, programs, schedule and expectations (internal).
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/scenario.h"
+#include "model/yaml_reader.h"
+
+namespace zfetch::model::detail {
+
+/// Fills a Scenario from the parts of a scenario file, reporting every problem through the
+/// reader. Modules and parameters get their indices in file order (depth-first pre-order).
+class ScenarioParser {
+ public:
+  ScenarioParser(YamlReader& reader, Scenario& scenario) : reader_(reader), scenario_(scenario) {}
+
+  /// Reads the module tree rooted at `root`, then ties, forward programs and the graph. The
+  /// programs come last because they may name any module or parameter of the file.
+  void read_model(const Field& root);
+  void read_schedule(const Field& field);
+  /// Needs read_model first: expectations name modules.
+  void read_expectations(const Field& field);
+
+ private:
+  void read_module(const Field& field, ModuleIndex parent);
+  void read_params(const Field& field, ModuleIndex module);
+  void read_param(const YAML::Node& key, const YAML::Node& value, ModuleIndex module);
+  bool read_shape(const Field& field, ParamSpec& param);
+  void check_sibling_names(ModuleIndex module);
+  void resolve_ties();
+  void check_tie(ParamIndex alias, ParamIndex canonical);
+  void build_graph();
+
+  std::vector<Op> read_ops(const Field& field, ModuleIndex module);
+  bool read_op(const YAML::Node& node, ModuleIndex module, Op& op);
+  bool read_body(const YAML::Node& op_node, std::string_view kind, ModuleIndex module, Op& op);
+  Condition read_condition(const Field& field);
+  std::optional<ModuleIndex> resolve_call(const YAML::Node& node, ModuleIndex module);
+  std::optional<ParamIndex> resolve_param(const YAML::Node& node, std::string_view key,
+                                          ModuleIndex module);
+
+  void read_schedule_item(const YAML::Node& node, std::vector<std::string>& saved_tags);
+  void read_expectation(const YAML::Node& key, const YAML::Node& value);
+
+  /// How messages name a module: its qualified name, or the model's name for the root.
+  [[nodiscard]] std::string describe(ModuleIndex module) const;
+
+  YamlReader& reader_;
+  Scenario& scenario_;
+
+  // Per module and param: the node of its name, for "previous definition here" notes.
+  std::vector<YAML::Node> module_name_nodes_;
+  std::vector<YAML::Node> param_name_nodes_;
+  // Lookup only (never iterated into output).
+  std::unordered_map<std::string, ParamIndex> param_by_name_;
+  std::unordered_map<std::string, ModuleIndex> module_by_name_;
+
+  struct PendingTie {
+    ParamIndex param;
+    YAML::Node target;
+    bool shape_given;
+    bool dtype_given;
+    bool frozen_given;
+  };
+  std::vector<PendingTie> ties_;
+
+  struct PendingForward {
+    ModuleIndex module;
+    YAML::Node key;
+    YAML::Node value;
+  };
+  std::vector<PendingForward> forwards_;
+};
+
+}  // namespace zfetch::model::detail
