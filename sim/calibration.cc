@@ -1,0 +1,338 @@
+// Reading calibration JSON into integer cost-model constants, with line:col diagnostics.
+#include "sim/calibration.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace zfetch::sim {
+
+namespace {
+
+using nlohmann::json;
+
+// The files of scenarios/calibration/, embedded at build time (timeline_sources.cmake):
+// `constexpr EmbeddedCalibration kEmbeddedCalibrations[]`, sorted by name, possibly empty.
+struct EmbeddedCalibration {
+  std::string_view name;
+  std::string_view text;
+};
+#include "sim/calibration_defaults.inc"
+
+// Used for a default name when the build found no file of that name. These are published
+// figures, not measurements: PCIe Gen5 x16 pinned host copies (~55 GB/s), and NCCL all-gather
+// on 8x H100 SXM over NVLink4/NVSwitch (~360 GB/s bus bandwidth, ~20 us small-message latency).
+constexpr EmbeddedCalibration kFallbackCalibrations[] = {
+    {"h100x8-nvlink", R"zf({"format": "zfetch-calibration", "version": 1,
+  "machine": "8x H100 SXM, NVLink4 (published figures)",
+  "source": "zfetch built-in placeholder, not measured",
+  "world_size": 8,
+  "allgather": {"alpha_ns": 20000, "busbw_GBps": 360},
+  "reduce_scatter": {"alpha_ns": 20000, "busbw_GBps": 360},
+  "d2d_copy_GBps": 1500,
+  "h2d": {"bandwidth_GBps": 55}})zf"},
+    {"h200x1", R"zf({"format": "zfetch-calibration", "version": 1,
+  "machine": "1x H200 SXM (published figures)",
+  "source": "zfetch built-in placeholder, not measured",
+  "world_size": 1,
+  "allgather": {"alpha_ns": 0, "busbw_GBps": 0},
+  "d2d_copy_GBps": 2000,
+  "h2d": {"bandwidth_GBps": 55}})zf"},
+};
+
+// 1-based line and column of byte `offset` of `text`.
+model::SourceLoc loc_at(std::string_view text, size_t offset) {
+  offset = std::min(offset, text.size());
+  model::SourceLoc loc{1, 1};
+  for (size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++loc.line;
+      loc.col = 1;
+    } else {
+      ++loc.col;
+    }
+  }
+  return loc;
+}
+
+std::string line_of(std::string_view text, uint32_t line) {
+  size_t begin = 0;
+  for (uint32_t l = 1; l < line && begin != std::string_view::npos; ++l) {
+    begin = text.find('\n', begin);
+    if (begin != std::string_view::npos) {
+      ++begin;
+    }
+  }
+  if (begin == std::string_view::npos || begin > text.size()) {
+    return {};
+  }
+  const size_t end = text.find('\n', begin);
+  return std::string(
+      text.substr(begin, end == std::string_view::npos ? text.size() - begin : end - begin));
+}
+
+// The JSON library keeps no positions, so a key's position is found by scanning for the
+// quoted keys of its path in order ("allgather" then "busbw_GBps"). Calibration files are
+// small and machine-written, so this finds the right occurrence; when a key is missing the
+// position of its deepest present parent (or 1:1) is used.
+size_t find_key(std::string_view text, std::initializer_list<std::string_view> path) {
+  size_t at = 0;
+  size_t found = 0;
+  for (std::string_view key : path) {
+    const size_t pos = text.find(fmt::format("\"{}\"", key), at);
+    if (pos == std::string_view::npos) {
+      break;
+    }
+    found = pos;
+    at = pos + key.size() + 2;
+  }
+  return found;
+}
+
+class Reader {
+ public:
+  Reader(std::string_view file, std::string_view text) : file_(file), text_(text) {}
+
+  void error_at(size_t offset, std::string message, uint32_t length = 1) {
+    model::Diagnostic d;
+    d.file = std::string(file_);
+    d.loc = loc_at(text_, offset);
+    d.length = length;
+    d.message = std::move(message);
+    d.source_line = line_of(text_, d.loc.line);
+    diagnostics_.push_back(std::move(d));
+  }
+
+  void error(std::initializer_list<std::string_view> path, std::string message) {
+    const size_t at = find_key(text_, path);
+    const std::string_view last = *(path.end() - 1);
+    const bool present = text_.substr(at).starts_with(fmt::format("\"{}\"", last));
+    error_at(at, std::move(message), present ? static_cast<uint32_t>(last.size() + 2) : 1);
+  }
+
+  // A number >= 0 at `object[key]`; `required` absent keys are errors.
+  std::optional<double> number(const json& object, std::initializer_list<std::string_view> path,
+                               bool required) {
+    const std::string key(*(path.end() - 1));
+    const auto it = object.find(key);
+    if (it == object.end()) {
+      if (required) {
+        error(path, fmt::format("missing required key '{}'", dotted(path)));
+      }
+      return std::nullopt;
+    }
+    if (!it->is_number()) {
+      error(path, fmt::format("expected a number for '{}', got {}", dotted(path), it->type_name()));
+      return std::nullopt;
+    }
+    const double value = it->get<double>();
+    if (!std::isfinite(value) || value < 0 || value > 1e18) {
+      error(path, fmt::format("expected a number between 0 and 1e18 for '{}', got {}", dotted(path),
+                              it->dump()));
+      return std::nullopt;
+    }
+    return value;
+  }
+
+  const json* object(const json& parent, std::initializer_list<std::string_view> path,
+                     bool required) {
+    const std::string key(*(path.end() - 1));
+    const auto it = parent.find(key);
+    if (it == parent.end()) {
+      if (required) {
+        error(path, fmt::format("missing required key '{}'", dotted(path)));
+      }
+      return nullptr;
+    }
+    if (!it->is_object()) {
+      error(path,
+            fmt::format("expected an object for '{}', got {}", dotted(path), it->type_name()));
+      return nullptr;
+    }
+    return &*it;
+  }
+
+  model::DiagnosticList take() { return std::move(diagnostics_); }
+  [[nodiscard]] bool ok() const { return diagnostics_.empty(); }
+
+ private:
+  static std::string dotted(std::initializer_list<std::string_view> path) {
+    std::string out;
+    for (std::string_view key : path) {
+      if (!out.empty()) {
+        out += '.';
+      }
+      out += key;
+    }
+    return out;
+  }
+
+  std::string_view file_;
+  std::string_view text_;
+  model::DiagnosticList diagnostics_;
+};
+
+// GB/s (1e9 bytes per second, the nccl-tests unit) to bytes/s, rounded to the nearest.
+int64_t gbps_to_bytes(double gbps) {
+  return std::llround(gbps * 1e9);
+}
+
+CalibrationResult failure(std::string file, std::string message) {
+  CalibrationResult result;
+  model::Diagnostic d;
+  d.file = std::move(file);
+  d.message = std::move(message);
+  result.diagnostics.push_back(std::move(d));
+  return result;
+}
+
+std::optional<std::string_view> embedded_text(std::string_view name) {
+  for (const EmbeddedCalibration& c : kEmbeddedCalibrations) {
+    if (!c.name.empty() && c.name == name) {
+      return c.text;
+    }
+  }
+  for (const EmbeddedCalibration& c : kFallbackCalibrations) {
+    if (c.name == name) {
+      return c.text;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+CalibrationResult parse_calibration(std::string_view file_name, std::string_view text) {
+  CalibrationResult result;
+  Reader reader(file_name, text);
+  json root;
+  try {
+    root = json::parse(text.begin(), text.end());
+  } catch (const json::parse_error& e) {
+    // e.byte is the 1-based offset of the character that failed; what() starts with an id
+    // ("[json.exception.parse_error.101] parse error at line 1, column 2: ") that we replace
+    // by our own position.
+    std::string message = e.what();
+    const size_t colon = message.find(": ");
+    message = colon == std::string::npos ? message : message.substr(colon + 2);
+    reader.error_at(e.byte > 0 ? e.byte - 1 : 0, "invalid JSON: " + message);
+    result.diagnostics = reader.take();
+    return result;
+  }
+  if (!root.is_object()) {
+    reader.error_at(0, fmt::format("expected a JSON object, got {}", root.type_name()));
+    result.diagnostics = reader.take();
+    return result;
+  }
+  const auto format = root.find("format");
+  if (format == root.end() || !format->is_string() || *format != "zfetch-calibration") {
+    reader.error({"format"}, fmt::format("expected \"format\": \"zfetch-calibration\", got {}",
+                                         format == root.end() ? "nothing" : format->dump()));
+  }
+  const auto version = root.find("version");
+  if (version == root.end() || !version->is_number_integer() || *version != 1) {
+    reader.error({"version"}, fmt::format("unsupported calibration version {} (this build reads 1)",
+                                          version == root.end() ? "nothing" : version->dump()));
+  }
+  Calibration c;
+  if (const auto it = root.find("machine"); it != root.end() && it->is_string()) {
+    c.machine = it->get<std::string>();
+  }
+  if (const auto it = root.find("source"); it != root.end() && it->is_string()) {
+    c.source = it->get<std::string>();
+  }
+  if (const auto ws = reader.number(root, {"world_size"}, false)) {
+    c.world_size = std::max<int64_t>(1, std::llround(*ws));
+  }
+  if (const json* ag = reader.object(root, {"allgather"}, true)) {
+    const auto alpha = reader.number(*ag, {"allgather", "alpha_ns"}, true);
+    const auto bw = reader.number(*ag, {"allgather", "busbw_GBps"}, true);
+    c.allgather = {std::llround(alpha.value_or(0)), gbps_to_bytes(bw.value_or(0))};
+  }
+  c.reduce_scatter = c.allgather;
+  if (const json* rs = reader.object(root, {"reduce_scatter"}, false)) {
+    const auto alpha = reader.number(*rs, {"reduce_scatter", "alpha_ns"}, true);
+    const auto bw = reader.number(*rs, {"reduce_scatter", "busbw_GBps"}, true);
+    c.reduce_scatter = {std::llround(alpha.value_or(0)), gbps_to_bytes(bw.value_or(0))};
+  }
+  if (const auto d2d = reader.number(root, {"d2d_copy_GBps"}, false)) {
+    c.d2d_bytes_per_s = gbps_to_bytes(*d2d);
+  }
+  if (const json* h2d = reader.object(root, {"h2d"}, true)) {
+    if (const auto bw = reader.number(*h2d, {"h2d", "bandwidth_GBps"}, true)) {
+      c.h2d_bytes_per_s = gbps_to_bytes(*bw);
+    }
+  }
+  c.flops_per_s = kDefaultFlopsPerSecond;
+  if (const json* compute = reader.object(root, {"compute"}, false)) {
+    if (const auto flops = reader.number(*compute, {"compute", "flops_per_s"}, true)) {
+      c.flops_per_s = std::llround(*flops);
+    }
+  }
+  if (reader.ok()) {
+    result.calibration = std::move(c);
+  }
+  result.diagnostics = reader.take();
+  return result;
+}
+
+CalibrationResult load_calibration_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return failure(path, "cannot read calibration file");
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_calibration(path, text.str());
+}
+
+std::vector<std::string_view> builtin_calibration_names() {
+  std::vector<std::string_view> names;
+  for (const EmbeddedCalibration& c : kEmbeddedCalibrations) {
+    if (!c.name.empty()) {
+      names.push_back(c.name);
+    }
+  }
+  for (const EmbeddedCalibration& c : kFallbackCalibrations) {
+    if (std::find(names.begin(), names.end(), c.name) == names.end()) {
+      names.push_back(c.name);
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+CalibrationResult builtin_calibration(std::string_view name) {
+  if (const auto text = embedded_text(name)) {
+    return parse_calibration(fmt::format("<builtin {}>", name), *text);
+  }
+  std::string valid;
+  for (std::string_view n : builtin_calibration_names()) {
+    valid += valid.empty() ? "" : ", ";
+    valid += n;
+  }
+  return failure("command line",
+                 fmt::format("unknown calibration '{}'; valid values are: {}", name, valid));
+}
+
+CalibrationResult resolve_calibration(const model::Scenario& scenario) {
+  const std::string& name = scenario.timing.calibration;
+  if (name.empty()) {
+    return builtin_calibration(scenario.world_size <= 1 ? "h200x1" : "h100x8-nvlink");
+  }
+  if (embedded_text(name)) {
+    return builtin_calibration(name);
+  }
+  std::filesystem::path path(name);
+  if (path.is_relative()) {
+    path = std::filesystem::path(scenario.path).parent_path() / path;
+  }
+  return load_calibration_file(path.generic_string());
+}
+
+}  // namespace zfetch::sim

@@ -1,0 +1,67 @@
+// Calibration constants of the cost model, read from `zfetch-gpu bench` JSON (docs/calibration.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/diagnostic.h"
+#include "model/scenario.h"
+
+namespace zfetch::sim {
+
+/// Simulated time in integer nanoseconds. Signed to match trace::Event::t_ns.
+using Tick = int64_t;
+
+/// Latency and bus bandwidth of one collective, as nccl-tests reports them.
+struct CollectiveCalibration {
+  Tick alpha_ns = 0;              ///< fixed cost per call, ns
+  int64_t busbw_bytes_per_s = 0;  ///< bus bandwidth, bytes/s (1 GB/s = 1e9 B/s as in nccl-tests)
+};
+
+/// Every constant of the cost model, already converted to integers (floats are read from the
+/// file and rounded once, to the nearest integer, in parse_calibration).
+struct Calibration {
+  std::string machine;  ///< free text from the file, e.g. "1x H200 SXM"
+  std::string source;   ///< how it was measured
+  int64_t world_size = 1;
+  CollectiveCalibration allgather;
+  CollectiveCalibration reduce_scatter;  ///< defaults to `allgather` when the file has none
+  int64_t d2d_bytes_per_s = 0;           ///< device-to-device copy bandwidth (0: not measured)
+  int64_t h2d_bytes_per_s = 0;           ///< host-to-device copy bandwidth (offload_param)
+  int64_t flops_per_s = 0;               ///< dense compute rate for derived module times
+};
+
+/// H200 SXM dense BF16 peak from NVIDIA's H200 datasheet: 989 TFLOPS (1,979 with sparsity).
+/// Used when a calibration has no "compute" block; real kernels reach a fraction of it.
+inline constexpr int64_t kDefaultFlopsPerSecond = 989'000'000'000'000;
+
+/// The result of parsing a calibration: a value when `diagnostics` is empty.
+struct CalibrationResult {
+  std::optional<Calibration> calibration;
+  model::DiagnosticList diagnostics;
+};
+
+/// Parses calibration JSON `text`; `file_name` is used in diagnostics, which carry 1-based
+/// line:col positions. Never throws for bad input.
+CalibrationResult parse_calibration(std::string_view file_name, std::string_view text);
+
+/// Reads and parses the file at `path`; an unreadable file is a diagnostic.
+CalibrationResult load_calibration_file(const std::string& path);
+
+/// Names of the calibrations built into the binary (from scenarios/calibration/*.json at build
+/// time), sorted: e.g. "h100x8-nvlink", "h200x1".
+std::vector<std::string_view> builtin_calibration_names();
+
+/// The built-in calibration `name` (a name from builtin_calibration_names()); diagnostics when
+/// there is none by that name.
+CalibrationResult builtin_calibration(std::string_view name);
+
+/// The calibration a scenario asks for: `timing.calibration` when set (a built-in name, or a
+/// path relative to the scenario file's directory), otherwise "h200x1" for world size 1 and
+/// "h100x8-nvlink" for larger worlds.
+CalibrationResult resolve_calibration(const model::Scenario& scenario);
+
+}  // namespace zfetch::sim

@@ -1,0 +1,529 @@
+// The stream model behind simulated time; see timeline.h and docs/timeline.md.
+#include "sim/timeline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+
+#include "sim/timeline_json.h"
+
+namespace zfetch::sim {
+
+namespace {
+
+constexpr size_t index_of(Stream s) {
+  return static_cast<size_t>(s);
+}
+
+bool is_gather_kind(trace::EventKind kind) {
+  return kind == trace::EventKind::Gather || kind == trace::EventKind::Prefetch ||
+         kind == trace::EventKind::GetterGather || kind == trace::EventKind::PersistentGather;
+}
+
+}  // namespace
+
+std::string_view format_as(Stream stream) {
+  switch (stream) {
+  case Stream::Compute:
+    return "compute";
+  case Stream::Comm:
+    return "comm";
+  case Stream::H2d:
+    return "h2d";
+  case Stream::Rs:
+    return "rs";
+  }
+  return "?";
+}
+
+// Everything the model keeps for one rank. Sized from the scenario when the rank is first
+// seen; nothing grows afterwards except the summaries.
+struct Timeline::RankState {
+  int32_t rank = 0;
+  std::array<Tick, kStreamCount> free{};  ///< when each stream is next free; free[Compute] = now
+  std::vector<Tick> ready;                ///< per param: end of the gather that last moved it
+  std::vector<uint32_t> gather_slice;     ///< per param: that gather's slice (record only)
+  std::vector<uint8_t> resident;          ///< per param: counted in `live`
+  int64_t live = 0;
+  Tick run_exposed = 0;
+  model::ModuleIndex current_module = model::kNone;  ///< of the latest Fetch
+  bool in_step = false;
+  StepSummary step;
+
+  // The open coalesced gather: events of one group arrive back to back and are costed as one
+  // collective when the first event of anything else arrives.
+  struct Group {
+    bool open = false;
+    bool sync = false;
+    trace::EventKind kind = trace::EventKind::Gather;
+    Slice::Kind slice_kind = Slice::Kind::Gather;
+    int64_t id = -1;
+    Tick issue = 0;
+    int64_t shard_bytes = 0;
+    int64_t full_bytes = 0;
+    model::ModuleIndex module = model::kNone;
+    trace::Phase phase = trace::Phase::None;
+    std::vector<model::ParamIndex> params;  ///< capacity = number of params
+  } group;
+
+  std::vector<uint32_t> waited_slices;  ///< gathers waited on since the last Compute (record)
+  std::vector<ModuleSummary> modules;
+};
+
+Timeline::Timeline(const model::Scenario& scenario, const CostModel& cost, trace::EventSink& next,
+                   TimelineOptions options)
+    : scenario_(scenario),
+      cost_(cost),
+      next_(next),
+      options_(options),
+      world_size_(std::max<int64_t>(1, scenario.world_size)),
+      offload_(scenario.config.zero.offload_param.device != model::OffloadDevice::None),
+      full_bytes_(scenario.params.size()),
+      shard_bytes_(scenario.params.size()),
+      rs_bytes_(scenario.modules.size(), 0) {
+  for (size_t p = 0; p < scenario.params.size(); ++p) {
+    const model::ParamSpec& spec = scenario.params[p];
+    const int64_t elem = model::dtype_bytes(spec.dtype);
+    full_bytes_[p] = spec.numel * elem;
+    // ZeRO-3 pads every param to a multiple of the world size: ceil(numel / W) per rank.
+    shard_bytes_[p] = (spec.numel + world_size_ - 1) / world_size_ * elem;
+  }
+  // Gradients reduced after a module's backward: its trainable own params (the whole subtree
+  // for a z3 leaf), each Parameter object once (a tied entry shares its target's gradient).
+  for (size_t m = 0; m < scenario.modules.size(); ++m) {
+    std::vector<model::ModuleIndex> todo{static_cast<model::ModuleIndex>(m)};
+    int64_t shard = 0;
+    while (!todo.empty()) {
+      const model::ModuleSpec& spec = scenario.modules[todo.back()];
+      todo.pop_back();
+      for (model::ParamIndex p : spec.params) {
+        if (!scenario.params[p].frozen && scenario.params[p].tied_to == model::kNone) {
+          shard += shard_bytes_[p];
+        }
+      }
+      if (scenario.modules[m].leaf) {
+        todo.insert(todo.end(), spec.children.begin(), spec.children.end());
+      }
+    }
+    rs_bytes_[m] = shard * world_size_;
+  }
+}
+
+Timeline::~Timeline() = default;
+
+Timeline::RankState& Timeline::rank_state(int32_t rank) {
+  const size_t r = rank < 0 ? 0 : static_cast<size_t>(rank);
+  if (r >= ranks_.size()) {
+    ranks_.resize(std::max(r + 1, static_cast<size_t>(world_size_)));
+  }
+  if (!ranks_[r]) {
+    auto rs = std::make_unique<RankState>();
+    rs->rank = static_cast<int32_t>(r);
+    const size_t params = scenario_.params.size();
+    rs->ready.assign(params, 0);
+    rs->resident.assign(params, 0);
+    rs->group.params.reserve(params);
+    if (options_.record) {
+      rs->gather_slice.assign(params, UINT32_MAX);
+      rs->waited_slices.reserve(16);
+    }
+    if (options_.per_module) {
+      rs->modules.assign(scenario_.modules.size(), ModuleSummary{});
+    }
+    ranks_[r] = std::move(rs);
+  }
+  return *ranks_[r];
+}
+
+uint32_t Timeline::record_slice(const Slice& slice) {
+  recording_.slices.push_back(slice);
+  return static_cast<uint32_t>(recording_.slices.size() - 1);
+}
+
+void Timeline::add_live(RankState& rs, model::ParamIndex p, int64_t bytes, Tick t) {
+  if (p < rs.resident.size()) {
+    if (rs.resident[p] != 0) {
+      return;
+    }
+    rs.resident[p] = 1;
+  }
+  rs.live += bytes;
+  rs.step.peak_live_bytes = std::max(rs.step.peak_live_bytes, rs.live);
+  if (options_.record) {
+    recording_.live_bytes.push_back({rs.rank, t, rs.live});
+  }
+}
+
+void Timeline::remove_live(RankState& rs, model::ParamIndex p, int64_t bytes, Tick t) {
+  if (p < rs.resident.size()) {
+    if (rs.resident[p] == 0) {
+      return;
+    }
+    rs.resident[p] = 0;
+  }
+  rs.live -= bytes;
+  if (options_.record) {
+    recording_.live_bytes.push_back({rs.rank, t, rs.live});
+  }
+}
+
+void Timeline::stall_until(RankState& rs, Tick t, model::ModuleIndex module) {
+  Tick& now = rs.free[index_of(Stream::Compute)];
+  if (t <= now) {
+    return;
+  }
+  const Tick stall = t - now;
+  now = t;
+  rs.step.exposed_comm_ns += stall;
+  rs.run_exposed += stall;
+  if (options_.per_module && module < rs.modules.size()) {
+    rs.modules[module].exposed_comm_ns += stall;
+  }
+}
+
+void Timeline::drain(RankState& rs, model::ModuleIndex module) {
+  Tick end = rs.free[index_of(Stream::Compute)];
+  for (Tick t : rs.free) {
+    end = std::max(end, t);
+  }
+  stall_until(rs, end, module);
+}
+
+void Timeline::begin_step(RankState& rs, int32_t step) {
+  rs.step = StepSummary{};
+  rs.step.rank = rs.rank;
+  rs.step.step = step;
+  rs.step.start_ns = rs.free[index_of(Stream::Compute)];
+  rs.step.peak_live_bytes = rs.live;
+  rs.in_step = true;
+}
+
+void Timeline::end_step(RankState& rs) {
+  if (!rs.in_step) {
+    return;
+  }
+  rs.step.step_ns = rs.free[index_of(Stream::Compute)] - rs.step.start_ns;
+  summary_.steps.push_back(rs.step);
+  rs.in_step = false;
+}
+
+void Timeline::open_group(RankState& rs, const trace::Event& event, Slice::Kind kind, bool sync) {
+  RankState::Group& g = rs.group;
+  g.open = true;
+  g.sync = sync;
+  g.kind = event.kind;
+  g.slice_kind = kind;
+  g.id = event.group;
+  g.issue = rs.free[index_of(Stream::Compute)];
+  g.shard_bytes = 0;
+  g.full_bytes = 0;
+  g.module = event.module_index != trace::Event::kNoIndex ? event.module_index : rs.current_module;
+  g.phase = event.phase;
+  g.params.clear();
+}
+
+// Costs the open group as one collective:
+//   h2d (offload only): [max(issue, h2d free), + shard bytes / h2d bandwidth)
+//   comm:               [max(h2d end or issue, comm free), + all_gather(W * shard bytes))
+// With W == 1 the all-gather costs nothing and takes no comm slot (DeepSpeed skips it).
+void Timeline::flush_group(RankState& rs) {
+  RankState::Group& g = rs.group;
+  if (!g.open) {
+    return;
+  }
+  g.open = false;
+  Tick ready = g.issue;
+  uint32_t params_begin = 0;
+  if (options_.record) {
+    params_begin = static_cast<uint32_t>(recording_.slice_params.size());
+    recording_.slice_params.insert(recording_.slice_params.end(), g.params.begin(), g.params.end());
+  }
+  const auto params_count = static_cast<uint32_t>(g.params.size());
+  uint32_t slice_index = UINT32_MAX;
+  if (offload_) {
+    Tick& h2d = rs.free[index_of(Stream::H2d)];
+    const Tick start = std::max(ready, h2d);
+    const Tick dur = cost_.h2d_copy(g.shard_bytes);
+    h2d = start + dur;
+    ready = h2d;
+    if (options_.record && dur > 0) {
+      slice_index = record_slice({Slice::Kind::H2d, Stream::H2d, g.phase, rs.rank, rs.step.step,
+                                  start, dur, g.module, params_begin, params_count, g.shard_bytes});
+    }
+  }
+  const Tick comm_dur = cost_.all_gather(g.shard_bytes * world_size_, world_size_);
+  if (comm_dur > 0) {
+    Tick& comm = rs.free[index_of(Stream::Comm)];
+    const Tick start = std::max(ready, comm);
+    comm = start + comm_dur;
+    ready = comm;
+    if (options_.record) {
+      slice_index = record_slice({g.slice_kind, Stream::Comm, g.phase, rs.rank, rs.step.step, start,
+                                  comm_dur, g.module, params_begin, params_count, g.full_bytes});
+    }
+  }
+  for (model::ParamIndex p : g.params) {
+    rs.ready[p] = ready;
+    if (options_.record) {
+      rs.gather_slice[p] = slice_index;
+    }
+  }
+  if (g.sync) {
+    stall_until(rs, ready, g.module);
+    if (options_.record && slice_index != UINT32_MAX) {
+      rs.waited_slices.push_back(slice_index);
+    }
+  }
+}
+
+void Timeline::on_event(const trace::Event& event) {
+  using trace::EventKind;
+  RankState& rs = rank_state(event.rank);
+  const model::ParamIndex p = event.param_index;
+  const bool known_param = p < full_bytes_.size();
+  const bool joins_group = rs.group.open && event.kind == rs.group.kind && event.group >= 0 &&
+                           event.group == rs.group.id;
+  if (!joins_group) {
+    flush_group(rs);
+  }
+  if (!rs.in_step || rs.step.step != event.step) {
+    end_step(rs);
+    begin_step(rs, event.step);
+  }
+  Tick& now = rs.free[index_of(Stream::Compute)];
+  Tick t = now;
+  switch (event.kind) {
+  case EventKind::Fetch:
+    rs.current_module = event.module_index;
+    if (options_.per_module && event.module_index < rs.modules.size()) {
+      ++rs.modules[event.module_index].fetches;
+    }
+    break;
+  case EventKind::Gather:
+  case EventKind::Prefetch:
+  case EventKind::GetterGather:
+  case EventKind::PersistentGather: {
+    if (!joins_group) {
+      const Slice::Kind kind = event.kind == EventKind::Gather     ? Slice::Kind::Gather
+                               : event.kind == EventKind::Prefetch ? Slice::Kind::Prefetch
+                               : event.kind == EventKind::GetterGather
+                                   ? Slice::Kind::GetterGather
+                                   : Slice::Kind::PersistentGather;
+      const bool sync =
+          event.kind == EventKind::GetterGather || event.kind == EventKind::PersistentGather;
+      open_group(rs, event, kind, sync);
+      ++rs.step.gathers;
+    }
+    RankState::Group& g = rs.group;
+    int64_t full = event.bytes > 0 ? event.bytes : 0;
+    int64_t shard = full;
+    if (known_param) {
+      full = full_bytes_[p];
+      shard = shard_bytes_[p];
+      if (g.params.size() < g.params.capacity()) {
+        g.params.push_back(p);
+      }
+    } else if (event.numel > 0) {
+      shard = (event.numel + world_size_ - 1) / world_size_ * (full / event.numel);
+    }
+    g.shard_bytes += shard;
+    g.full_bytes += full;
+    t = g.issue;
+    ++rs.step.gathered_params;
+    rs.step.gathered_bytes += full;
+    if (options_.per_module && g.module < rs.modules.size() && !g.sync) {
+      rs.modules[g.module].gathered_bytes += full;
+    }
+    add_live(rs, known_param ? p : model::kNone, full, t);
+    break;
+  }
+  case EventKind::Wait: {
+    if (known_param) {
+      const model::ModuleIndex m =
+          event.module_index != trace::Event::kNoIndex ? event.module_index : rs.current_module;
+      stall_until(rs, rs.ready[p], m);
+      if (options_.record && rs.gather_slice[p] != UINT32_MAX &&
+          std::find(rs.waited_slices.begin(), rs.waited_slices.end(), rs.gather_slice[p]) ==
+              rs.waited_slices.end()) {
+        rs.waited_slices.push_back(rs.gather_slice[p]);
+      }
+    }
+    t = now;
+    break;
+  }
+  case EventKind::Compute: {
+    const Tick dur = cost_.compute(event.module_index, event.phase);
+    t = now;
+    now += dur;
+    rs.step.compute_ns += dur;
+    if (options_.per_module && event.module_index < rs.modules.size()) {
+      rs.modules[event.module_index].compute_ns += dur;
+    }
+    if (options_.record) {
+      const uint32_t to = record_slice({Slice::Kind::Compute, Stream::Compute, event.phase, rs.rank,
+                                        event.step, t, dur, event.module_index, 0, 0, 0});
+      for (uint32_t from : rs.waited_slices) {
+        recording_.flows.push_back({from, to});
+      }
+      rs.waited_slices.clear();
+    }
+    break;
+  }
+  case EventKind::BackwardPost: {
+    const model::ModuleIndex m = event.module_index;
+    const int64_t bytes = m < rs_bytes_.size() ? rs_bytes_[m] : 0;
+    const Tick dur = cost_.reduce_scatter(bytes, world_size_);
+    if (dur > 0) {
+      Tick& rs_free = rs.free[index_of(Stream::Rs)];
+      const Tick start = std::max(now, rs_free);
+      rs_free = start + dur;
+      rs.step.reduce_scattered_bytes += bytes;
+      if (options_.record) {
+        record_slice({Slice::Kind::ReduceScatter, Stream::Rs, event.phase, rs.rank, event.step,
+                      start, dur, m, 0, 0, bytes});
+      }
+    }
+    break;
+  }
+  case EventKind::Release:
+  case EventKind::PartitionAll:
+    remove_live(rs, known_param ? p : model::kNone,
+                known_param ? full_bytes_[p] : std::max<int64_t>(0, event.bytes), now);
+    break;
+  case EventKind::OptimizerStep:
+    // The optimizer needs every reduced gradient; DeepSpeed synchronizes its streams here.
+    drain(rs, model::kNone);
+    rs.step.optimizer_step = true;
+    t = now;
+    break;
+  case EventKind::Restart:
+    // The engine is destroyed: every gathered parameter is freed.
+    std::fill(rs.resident.begin(), rs.resident.end(), uint8_t{0});
+    rs.live = 0;
+    if (options_.record) {
+      recording_.live_bytes.push_back({rs.rank, now, 0});
+    }
+    break;
+  default:
+    break;
+  }
+  trace::Event stamped = event;
+  stamped.t_ns = t;
+  next_.on_event(stamped);
+}
+
+void Timeline::finish() {
+  if (finished_) {
+    return;
+  }
+  finished_ = true;
+  for (const std::unique_ptr<RankState>& rs : ranks_) {
+    if (!rs) {
+      continue;
+    }
+    flush_group(*rs);
+    if (rs->in_step) {
+      drain(*rs, model::kNone);
+    }
+    end_step(*rs);
+    summary_.end_ns = std::max(summary_.end_ns, rs->free[index_of(Stream::Compute)]);
+    summary_.exposed_comm_ns = std::max(summary_.exposed_comm_ns, rs->run_exposed);
+    if (options_.per_module) {
+      summary_.ranks.push_back(rs->rank);
+      summary_.modules.push_back(rs->modules);
+    }
+  }
+  // Steps were appended as each rank moved on; report them by (step, rank).
+  std::stable_sort(summary_.steps.begin(), summary_.steps.end(),
+                   [](const StepSummary& a, const StepSummary& b) {
+                     return a.step != b.step ? a.step < b.step : a.rank < b.rank;
+                   });
+  for (const StepSummary& s : summary_.steps) {
+    summary_.peak_live_bytes = std::max(summary_.peak_live_bytes, s.peak_live_bytes);
+  }
+}
+
+namespace {
+
+std::string us(Tick ns) {
+  fmt::memory_buffer out;
+  detail::append_us(out, ns);
+  return fmt::to_string(out);
+}
+
+}  // namespace
+
+std::string format_summary_text(const TimelineSummary& summary, const model::Scenario& scenario,
+                                bool per_module) {
+  fmt::memory_buffer out;
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "# {:>4} {:>5} {:>14} {:>14} {:>14} {:>7} {:>14} {:>14}\n", "step", "rank",
+                 "step_time", "compute", "exposed_comm", "gathers", "gathered", "peak_live");
+  fmt::format_to(it, "# {:>4} {:>5} {:>14} {:>14} {:>14} {:>7} {:>14} {:>14}\n", "", "", "(us)",
+                 "(us)", "(us)", "", "(B)", "(B)");
+  for (const StepSummary& s : summary.steps) {
+    fmt::format_to(it, "  {:>4} {:>5} {:>14} {:>14} {:>14} {:>7} {:>14} {:>14}\n", s.step, s.rank,
+                   us(s.step_ns), us(s.compute_ns), us(s.exposed_comm_ns), s.gathers,
+                   s.gathered_bytes, s.peak_live_bytes);
+  }
+  fmt::format_to(it, "# end {} us, exposed communication {} us, peak live parameters {} B\n",
+                 us(summary.end_ns), us(summary.exposed_comm_ns), summary.peak_live_bytes);
+  if (per_module) {
+    for (size_t r = 0; r < summary.modules.size(); ++r) {
+      fmt::format_to(it, "# rank {} modules\n", summary.ranks[r]);
+      fmt::format_to(it, "# {:>7} {:>14} {:>14} {:>14}  {}\n", "fetches", "compute", "exposed_comm",
+                     "gathered", "module");
+      fmt::format_to(it, "# {:>7} {:>14} {:>14} {:>14}\n", "", "(us)", "(us)", "(B)");
+      for (size_t m = 0; m < summary.modules[r].size(); ++m) {
+        const ModuleSummary& s = summary.modules[r][m];
+        if (s.fetches == 0 && s.compute_ns == 0) {
+          continue;
+        }
+        const std::string& name = scenario.modules[m].qualified_name;
+        fmt::format_to(it, "  {:>7} {:>14} {:>14} {:>14}  {}\n", s.fetches, us(s.compute_ns),
+                       us(s.exposed_comm_ns), s.gathered_bytes, name.empty() ? "(root)" : name);
+      }
+    }
+  }
+  return fmt::to_string(out);
+}
+
+std::string format_summary_json(const TimelineSummary& summary, const model::Scenario& scenario) {
+  fmt::memory_buffer out;
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "{{\"end_ns\":{},\"exposed_comm_ns\":{},\"peak_live_bytes\":{},\"steps\":[",
+                 summary.end_ns, summary.exposed_comm_ns, summary.peak_live_bytes);
+  for (size_t i = 0; i < summary.steps.size(); ++i) {
+    const StepSummary& s = summary.steps[i];
+    fmt::format_to(it,
+                   "{}{{\"step\":{},\"rank\":{},\"start_ns\":{},\"step_ns\":{},\"compute_ns\":{},"
+                   "\"exposed_comm_ns\":{},\"gathers\":{},\"gathered_params\":{},"
+                   "\"gathered_bytes\":{},\"reduce_scattered_bytes\":{},\"peak_live_bytes\":{},"
+                   "\"optimizer_step\":{}}}",
+                   i == 0 ? "" : ",", s.step, s.rank, s.start_ns, s.step_ns, s.compute_ns,
+                   s.exposed_comm_ns, s.gathers, s.gathered_params, s.gathered_bytes,
+                   s.reduce_scattered_bytes, s.peak_live_bytes, s.optimizer_step);
+  }
+  fmt::format_to(it, "],\"modules\":[");
+  bool first = true;
+  for (size_t r = 0; r < summary.modules.size(); ++r) {
+    for (size_t m = 0; m < summary.modules[r].size(); ++m) {
+      const ModuleSummary& s = summary.modules[r][m];
+      if (s.fetches == 0 && s.compute_ns == 0) {
+        continue;
+      }
+      fmt::format_to(it, "{}{{\"rank\":{},\"module\":", first ? "" : ",", summary.ranks[r]);
+      detail::append_json_string(out, scenario.modules[m].qualified_name);
+      fmt::format_to(it,
+                     ",\"fetches\":{},\"compute_ns\":{},\"exposed_comm_ns\":{},"
+                     "\"gathered_bytes\":{}}}",
+                     s.fetches, s.compute_ns, s.exposed_comm_ns, s.gathered_bytes);
+      first = false;
+    }
+  }
+  fmt::format_to(it, "]}}");
+  return fmt::to_string(out);
+}
+
+}  // namespace zfetch::sim

@@ -1,0 +1,178 @@
+// Simulated time: an EventSink that stamps t_ns on the simulator's events with a stream model.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/scenario.h"
+#include "sim/cost_model.h"
+#include "trace/event.h"
+#include "trace/sink.h"
+
+namespace zfetch::sim {
+
+/// The GPU streams of one rank. Each runs one operation at a time, in issue order.
+enum class Stream : uint8_t {
+  Compute,  ///< module computation; "now" of a rank is when this stream is free
+  Comm,     ///< all-gathers of parameters (fetch, prefetch, getter, persistent)
+  H2d,      ///< host-to-device copies of offloaded partitions, before their gather
+  Rs,       ///< reduce-scatter of gradients after each module's backward
+};
+inline constexpr int kStreamCount = 4;
+std::string_view format_as(Stream stream);
+
+/// Totals of one optimizer step (all events whose `step` field is that step) on one rank.
+/// Invariant: step_ns == compute_ns + exposed_comm_ns (the compute stream is never idle
+/// otherwise: the host is modelled as always ahead of it).
+struct StepSummary {
+  int32_t rank = 0;
+  int32_t step = 0;
+  Tick start_ns = 0;         ///< compute-stream time at the step's first event
+  Tick step_ns = 0;          ///< end - start; the end waits for every stream to drain
+  Tick compute_ns = 0;       ///< sum of Compute durations
+  Tick exposed_comm_ns = 0;  ///< compute-stream stalls waiting on comm, h2d or rs
+  int64_t gathers = 0;       ///< collectives issued (coalesced fetch/prefetch, getter, persistent)
+  int64_t gathered_params = 0;
+  int64_t gathered_bytes = 0;          ///< full (unpadded) bytes of the gathered params
+  int64_t reduce_scattered_bytes = 0;  ///< padded gradient bytes
+  int64_t peak_live_bytes = 0;         ///< max of full bytes of resident params during the step
+  bool optimizer_step = false;         ///< the step ended with an OptimizerStep event
+};
+
+/// Per-module totals over the whole run on one rank (TimelineOptions::per_module).
+struct ModuleSummary {
+  int64_t fetches = 0;
+  Tick compute_ns = 0;
+  Tick exposed_comm_ns = 0;    ///< stalls at this module's waits and getter gathers
+  int64_t gathered_bytes = 0;  ///< fetch and prefetch gathers issued by this module's fetches
+};
+
+struct TimelineSummary {
+  std::vector<StepSummary> steps;  ///< sorted by (step, rank)
+  /// [i] is the per-module table of ranks[i]; empty unless TimelineOptions::per_module.
+  std::vector<int32_t> ranks;
+  std::vector<std::vector<ModuleSummary>> modules;
+  Tick end_ns = 0;              ///< latest end over ranks
+  Tick exposed_comm_ns = 0;     ///< max over ranks of the run's exposed communication
+  int64_t peak_live_bytes = 0;  ///< max over ranks and steps
+};
+
+/// What the Chrome trace shows (TimelineOptions::record).
+struct Slice {
+  enum class Kind : uint8_t {
+    Compute,
+    Gather,
+    Prefetch,
+    GetterGather,
+    PersistentGather,
+    H2d,
+    ReduceScatter
+  };
+  Kind kind = Kind::Compute;
+  Stream stream = Stream::Compute;
+  trace::Phase phase = trace::Phase::None;
+  int32_t rank = 0;
+  int32_t step = 0;
+  Tick start_ns = 0;
+  Tick dur_ns = 0;
+  model::ModuleIndex module =
+      model::kNone;           ///< Compute, ReduceScatter; the fetching module otherwise
+  uint32_t params_begin = 0;  ///< range of Recording::slice_params
+  uint32_t params_count = 0;
+  int64_t bytes = 0;
+};
+struct Flow {
+  uint32_t from_slice = 0;  ///< a gather
+  uint32_t to_slice = 0;    ///< the compute slice that waited for it
+};
+struct CounterSample {
+  int32_t rank = 0;
+  Tick t_ns = 0;
+  int64_t live_bytes = 0;
+};
+struct Recording {
+  std::vector<Slice> slices;  ///< in issue order
+  std::vector<model::ParamIndex> slice_params;
+  std::vector<Flow> flows;
+  std::vector<CounterSample> live_bytes;  ///< one sample per change
+};
+
+struct TimelineOptions {
+  bool per_module = false;  ///< keep per-module totals
+  bool record = false;      ///< keep slices, flows and counters for chrome_trace
+};
+
+/// A discrete-event model of each rank's GPU streams, run as a stage of the event pipeline:
+/// it receives the simulator's events in order, assigns `t_ns`, updates the summaries, and
+/// forwards the stamped event to `next`. Integer-ns clock; events at equal times keep their
+/// arrival order (the simulator's order), so ties are broken deterministically.
+///
+/// Rules (docs/timeline.md): a coalesced gather (the Gather or Prefetch events sharing one
+/// `group`) is issued at the compute stream's current time, copies offloaded shards on h2d
+/// first, then runs on comm when comm is free; `Wait` stalls compute until that gather ends;
+/// GetterGather and PersistentGather are synchronous; `Compute` advances compute;
+/// BackwardPost issues a reduce-scatter of the module's trainable gradients on rs (compute does
+/// not wait); OptimizerStep waits for every stream. Other events take the compute time.
+///
+/// The per-event path allocates nothing unless `record` is set (per-param arrays are sized
+/// from the scenario when a rank is first seen).
+class Timeline final : public trace::EventSink {
+ public:
+  /// `scenario`, `cost` and `next` must outlive the timeline.
+  Timeline(const model::Scenario& scenario, const CostModel& cost, trace::EventSink& next,
+           TimelineOptions options = {});
+  ~Timeline() override;
+  Timeline(const Timeline&) = delete;
+  Timeline& operator=(const Timeline&) = delete;
+
+  void on_event(const trace::Event& event) override;
+
+  /// Ends the run: completes open gathers, drains every stream, closes the last step.
+  /// Idempotent; summary() and recording() are complete after it.
+  void finish();
+
+  [[nodiscard]] const TimelineSummary& summary() const { return summary_; }
+  [[nodiscard]] const Recording& recording() const { return recording_; }
+
+ private:
+  struct RankState;
+  RankState& rank_state(int32_t rank);
+  void flush_group(RankState& rs);
+  void open_group(RankState& rs, const trace::Event& event, Slice::Kind kind, bool sync);
+  void add_live(RankState& rs, model::ParamIndex p, int64_t bytes, Tick t);
+  void remove_live(RankState& rs, model::ParamIndex p, int64_t bytes, Tick t);
+  void stall_until(RankState& rs, Tick t, model::ModuleIndex module);
+  void begin_step(RankState& rs, int32_t step);
+  void end_step(RankState& rs);
+  void drain(RankState& rs, model::ModuleIndex module);
+  uint32_t record_slice(const Slice& slice);
+
+  const model::Scenario& scenario_;
+  const CostModel& cost_;
+  trace::EventSink& next_;
+  TimelineOptions options_;
+  int64_t world_size_;
+  bool offload_;
+  std::vector<int64_t> full_bytes_;   ///< per param: numel * dtype bytes
+  std::vector<int64_t> shard_bytes_;  ///< per param: ceil(numel / W) * dtype bytes
+  std::vector<int64_t> rs_bytes_;     ///< per module: padded bytes of its trainable gradients
+  std::vector<std::unique_ptr<RankState>> ranks_;
+  TimelineSummary summary_;
+  Recording recording_;
+  bool finished_ = false;
+};
+
+/// A plain-text table of the per-step summary, one row per (step, rank), nccl-tests style:
+/// `#` header lines with column names and units, times in us with 3 decimals (exact: printed
+/// from integer ns). With `per_module`, a second table lists every module with a fetch.
+std::string format_summary_text(const TimelineSummary& summary, const model::Scenario& scenario,
+                                bool per_module);
+
+/// The same as one JSON object: {"steps":[...], "modules":[...], "end_ns":..., ...}; integers
+/// only (ns and bytes), keys in a fixed order.
+std::string format_summary_json(const TimelineSummary& summary, const model::Scenario& scenario);
+
+}  // namespace zfetch::sim

@@ -1,0 +1,120 @@
+// Reading calibration JSON: values, defaults, built-ins and line:col diagnostics.
+#include "sim/calibration.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+namespace zfetch::sim {
+namespace {
+
+std::string first_error(const CalibrationResult& r) {
+  if (r.diagnostics.empty()) {
+    return "";
+  }
+  const model::Diagnostic& d = r.diagnostics.front();
+  return d.file + ":" + std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col) +
+         ": error: " + d.message;
+}
+
+TEST_SUITE("timeline") {
+  TEST_CASE("calibration: a complete file converts GB/s to integer bytes/s") {
+    const CalibrationResult r = parse_calibration("cal.json", R"({
+  "format": "zfetch-calibration", "version": 1, "machine": "8x H100", "source": "bench",
+  "world_size": 8,
+  "allgather": {"alpha_ns": 15000.4, "busbw_GBps": 362.5, "points": [[1024, 20.0]]},
+  "gather_kernel": {"anything": true},
+  "d2d_copy_GBps": 1500,
+  "h2d": {"bandwidth_GBps": 53.25},
+  "reduce_scatter": {"alpha_ns": 16000, "busbw_GBps": 350},
+  "compute": {"flops_per_s": 7.5e14}
+})");
+    REQUIRE(r.diagnostics.empty());
+    const Calibration& c = *r.calibration;
+    CHECK(c.machine == "8x H100");
+    CHECK(c.world_size == 8);
+    CHECK(c.allgather.alpha_ns == 15'000);
+    CHECK(c.allgather.busbw_bytes_per_s == 362'500'000'000);
+    CHECK(c.reduce_scatter.alpha_ns == 16'000);
+    CHECK(c.reduce_scatter.busbw_bytes_per_s == 350'000'000'000);
+    CHECK(c.h2d_bytes_per_s == 53'250'000'000);
+    CHECK(c.d2d_bytes_per_s == 1'500'000'000'000);
+    CHECK(c.flops_per_s == 750'000'000'000'000);
+  }
+
+  TEST_CASE("calibration: optional blocks take their defaults") {
+    const CalibrationResult r = parse_calibration("cal.json", R"({"format": "zfetch-calibration",
+ "version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100}, "h2d": {"bandwidth_GBps": 50}})");
+    REQUIRE(r.diagnostics.empty());
+    CHECK(r.calibration->reduce_scatter.alpha_ns == 10);
+    CHECK(r.calibration->reduce_scatter.busbw_bytes_per_s == 100'000'000'000);
+    CHECK(r.calibration->flops_per_s == kDefaultFlopsPerSecond);
+  }
+
+  TEST_CASE("calibration: errors point at the input") {
+    SUBCASE("syntax") {
+      CHECK(first_error(parse_calibration("cal.json", "{\n  \"format\": ,\n}")) ==
+            "cal.json:2:13: error: invalid JSON: syntax error while parsing value - unexpected "
+            "','; expected '[', '{', or a literal");
+    }
+    SUBCASE("wrong format") {
+      CHECK(first_error(parse_calibration("cal.json", "{\"format\": \"other\"}")) ==
+            "cal.json:1:2: error: expected \"format\": \"zfetch-calibration\", got \"other\"");
+    }
+    SUBCASE("missing and mistyped keys") {
+      const CalibrationResult r = parse_calibration("cal.json", R"({"format": "zfetch-calibration",
+"version": 1,
+"allgather": {"alpha_ns": "ten", "busbw_GBps": 100}})");
+      REQUIRE(r.diagnostics.size() == 2);
+      CHECK(first_error(r) ==
+            "cal.json:3:15: error: expected a number for 'allgather.alpha_ns', "
+            "got string");
+      CHECK(r.diagnostics[0].length == 10);
+      CHECK(r.diagnostics[1].message == "missing required key 'h2d'");
+      CHECK(!r.calibration);
+    }
+    SUBCASE("negative bandwidth") {
+      const CalibrationResult r = parse_calibration("cal.json", R"({"format": "zfetch-calibration",
+"version": 1, "allgather": {"alpha_ns": 1, "busbw_GBps": -3}, "h2d": {"bandwidth_GBps": 1}})");
+      CHECK(first_error(r) ==
+            "cal.json:2:44: error: expected a number between 0 and 1e18 for "
+            "'allgather.busbw_GBps', got -3");
+    }
+    SUBCASE("unsupported version") {
+      const CalibrationResult r = parse_calibration(
+          "cal.json", R"({"format": "zfetch-calibration", "version": 2, "allgather": {"alpha_ns": 1,
+"busbw_GBps": 3}, "h2d": {"bandwidth_GBps": 1}})");
+      CHECK(first_error(r) ==
+            "cal.json:1:34: error: unsupported calibration version 2 (this build reads 1)");
+    }
+    SUBCASE("unreadable file") {
+      CHECK(first_error(load_calibration_file("/nonexistent/cal.json")) ==
+            "/nonexistent/cal.json:0:0: error: cannot read calibration file");
+    }
+  }
+
+  TEST_CASE("calibration: the built-in defaults parse and are listed") {
+    const auto names = builtin_calibration_names();
+    REQUIRE(names.size() >= 2);
+    CHECK(names[0] == "h100x8-nvlink");
+    CHECK(names[1] == "h200x1");
+    for (std::string_view name : names) {
+      CAPTURE(name);
+      const CalibrationResult r = builtin_calibration(name);
+      CHECK(r.diagnostics.empty());
+      CHECK(r.calibration->h2d_bytes_per_s > 0);
+    }
+    CHECK(first_error(builtin_calibration("h300"))
+              .starts_with("command line:0:0: error: unknown calibration 'h300'; valid values are: "
+                           "h100x8-nvlink, "
+                           "h200x1"));
+    model::Scenario s;
+    s.world_size = 8;
+    CHECK(resolve_calibration(s).calibration->world_size == 8);
+    s.world_size = 1;
+    CHECK(resolve_calibration(s).calibration->world_size == 1);
+  }
+}
+
+}  // namespace
+}  // namespace zfetch::sim

@@ -1,0 +1,137 @@
+// The Chrome trace is well-formed Trace Event Format, with exact timestamps and paired flows.
+#include "sim/chrome_trace.h"
+
+#include <doctest/doctest.h>
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/timeline/timeline_test_util.h"
+
+namespace zfetch::sim {
+namespace {
+
+using testing::Ev;
+using trace::EventKind;
+
+// The structural rules of the Trace Event Format that Perfetto and chrome://tracing rely on;
+// returns "" or the first violation.
+std::string validate_chrome_trace(const nlohmann::json& doc) {
+  if (!doc.is_object() || !doc.contains("traceEvents") || !doc["traceEvents"].is_array()) {
+    return "no traceEvents array";
+  }
+  if (doc.value("displayTimeUnit", "") != "ns") {
+    return "displayTimeUnit is not ns";
+  }
+  std::map<uint64_t, int> flow_balance;
+  for (const nlohmann::json& e : doc["traceEvents"]) {
+    if (!e.contains("ph") || !e["ph"].is_string() || !e.contains("pid") || !e.contains("tid") ||
+        !e["pid"].is_number_integer() || !e["tid"].is_number_integer()) {
+      return "event without ph/pid/tid: " + e.dump();
+    }
+    const std::string ph = e["ph"];
+    if (ph != "M" && (!e.contains("ts") || !e["ts"].is_number() || e["ts"].get<double>() < 0)) {
+      return "event without ts: " + e.dump();
+    }
+    if (!e.contains("name") || !e["name"].is_string()) {
+      return "event without name: " + e.dump();
+    }
+    if (ph == "X") {
+      if (!e.contains("dur") || !e["dur"].is_number() || e["dur"].get<double>() < 0) {
+        return "X without dur >= 0: " + e.dump();
+      }
+    } else if (ph == "s" || ph == "f") {
+      if (!e.contains("id")) {
+        return "flow without id: " + e.dump();
+      }
+      flow_balance[e["id"].get<uint64_t>()] += ph == "s" ? 1 : -1;
+      if (ph == "f" && e.value("bp", "") != "e") {
+        return "flow end not bound to the enclosing slice: " + e.dump();
+      }
+    } else if (ph == "C") {
+      if (!e.contains("args") || !e["args"].is_object() || e["args"].empty()) {
+        return "counter without values: " + e.dump();
+      }
+    } else if (ph != "M") {
+      return "unexpected ph " + ph;
+    }
+  }
+  for (const auto& [id, balance] : flow_balance) {
+    if (balance != 0) {
+      return "unpaired flow " + std::to_string(id);
+    }
+  }
+  return "";
+}
+
+TEST_SUITE("timeline") {
+  TEST_CASE("chrome_trace: streams, slices, flows and counters of a small run") {
+    testing::ScenarioBuilder b(4);
+    b.s.config.zero.offload_param.device = model::OffloadDevice::Cpu;
+    const auto ma = b.module("a", 10);
+    const auto mb = b.module("b", 10);
+    const auto pa = b.param(ma, "w", 1'024);
+    const auto pb = b.param(mb, "w", 1'024);
+    const auto pb2 = b.param(mb, "b", 1'024);
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    testing::VectorSink out;
+    Timeline tl(b.s, cost, out, {.per_module = false, .record = true});
+    const Ev events[] = {
+        Ev(EventKind::Fetch).module(ma),
+        Ev(EventKind::Gather).module(ma).param(pa).group(1),
+        Ev(EventKind::Wait).module(ma).param(pa).group(1),
+        Ev(EventKind::Prefetch).module(ma).param(pb).group(2),
+        Ev(EventKind::Prefetch).module(ma).param(pb2).group(2),
+        Ev(EventKind::Compute).module(ma),
+        Ev(EventKind::Release).module(ma).param(pa),
+        Ev(EventKind::Fetch).module(mb),
+        Ev(EventKind::Wait).module(mb).param(pb).group(2),
+        Ev(EventKind::Wait).module(mb).param(pb2).group(2),
+        Ev(EventKind::Compute).module(mb),
+        Ev(EventKind::BackwardPost, trace::Phase::Bwd).module(mb),
+    };
+    for (const Ev& e : events) {
+      tl.on_event(e);
+    }
+    tl.finish();
+    const std::string text = chrome_trace_json(tl.recording(), b.s);
+    const nlohmann::json doc = nlohmann::json::parse(text);
+    CHECK(validate_chrome_trace(doc) == "");
+
+    int slices = 0;
+    int flows = 0;
+    int counters = 0;
+    int thread_names = 0;
+    for (const nlohmann::json& e : doc["traceEvents"]) {
+      const std::string ph = e["ph"];
+      slices += ph == "X" ? 1 : 0;
+      flows += ph == "s" ? 1 : 0;
+      counters += ph == "C" ? 1 : 0;
+      thread_names += ph == "M" && e["name"] == "thread_name" ? 1 : 0;
+    }
+    // h2d + gather for pa, h2d + prefetch for pb/pb2, compute a, compute b, reduce-scatter b.
+    CHECK(slices == 7);
+    // compute a waited on the gather of pa, compute b on the prefetch (once for both params).
+    CHECK(flows == 2);
+    CHECK(counters == 4);  // +pa, +pb, +pb2, -pa
+    CHECK(thread_names == 4);
+    // Timestamps are exact: h2d of pa [0, 2.048) us, its gather [2.048, 6.120) us.
+    CHECK(text.find(R"({"ph":"X","pid":0,"tid":1,"ts":2.048,"dur":4.072,"name":"a.w",)"
+                    R"("cat":"gather","args":{"step":0,"phase":"fwd","module":"a","bytes":4096,)"
+                    R"("params":["a.w"]}})") != std::string::npos);
+    CHECK(text.find(R"("name":"b.w +1 more","cat":"prefetch")") != std::string::npos);
+    CHECK(text.find(R"({"ph":"f","pid":0,"tid":0,"ts":6.120,"name":"wait","cat":"wait","id":1,)"
+                    R"("bp":"e"})") != std::string::npos);
+  }
+
+  TEST_CASE("chrome_trace: an empty recording is still a valid document") {
+    testing::ScenarioBuilder b(1);
+    const std::string text = chrome_trace_json(Recording{}, b.s);
+    CHECK(text == "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n]}\n");
+    CHECK(validate_chrome_trace(nlohmann::json::parse(text)) == "");
+  }
+}
+
+}  // namespace
+}  // namespace zfetch::sim

@@ -1,0 +1,75 @@
+// Closed forms of the analytical cost model, compared exactly in integer ns.
+#include "sim/cost_model.h"
+
+#include <doctest/doctest.h>
+
+#include "tests/timeline/timeline_test_util.h"
+
+namespace zfetch::sim {
+namespace {
+
+TEST_SUITE("timeline") {
+  TEST_CASE("cost_model: all-gather follows the nccl-tests bus-bandwidth model") {
+    const CollectiveCalibration c{1'000, 1'000'000'000};  // alpha 1 us, busbw 1 B/ns
+    // alpha + (N-1)/N * B / busbw
+    CHECK(collective_ns(c, 4'096, 4) == 1'000 + 3'072);
+    CHECK(collective_ns(c, 4'096, 2) == 1'000 + 2'048);
+    // 8 ranks, 1 MiB: 7/8 * 1'048'576 = 917'504 exactly.
+    CHECK(collective_ns(c, 1'048'576, 8) == 1'000 + 917'504);
+    // one rank: DeepSpeed skips the collective.
+    CHECK(collective_ns(c, 4'096, 1) == 0);
+    CHECK(collective_ns(c, 0, 8) == 0);
+  }
+
+  TEST_CASE("cost_model: durations round once to the nearest ns, halves up") {
+    // 3 B at 2 GB/s = 1.5 ns -> 2; 1 B at 3 GB/s = 0.333 ns -> 0; 2 B at 3 GB/s -> 1.
+    CHECK(transfer_ns(3, 2'000'000'000) == 2);
+    CHECK(transfer_ns(1, 3'000'000'000) == 0);
+    CHECK(transfer_ns(2, 3'000'000'000) == 1);
+    // 360 GB/s, 8 ranks, 1e9 B: 7/8 * 1e9 / 360 = 2'430'555.55 ns -> 2'430'556.
+    CHECK(collective_ns({0, 360'000'000'000}, 1'000'000'000, 8) == 2'430'556);
+    // No overflow at 1 TB over 1024 ranks: 1023/1024 * 1e12 B / 1 GB/s = 999'023'437'500 ns.
+    CHECK(collective_ns({0, 1'000'000'000}, 1'000'000'000'000, 1024) == 999'023'437'500);
+  }
+
+  TEST_CASE("cost_model: module compute from compute_us or from parameter flops") {
+    testing::ScenarioBuilder b(4);
+    const auto given = b.module("given", 7);
+    const auto derived = b.module("derived", -1);
+    b.param(derived, "w", 1'000'000);
+    b.param(derived, "b", 1'000);
+    b.s.config.train_micro_batch_size_per_gpu = 2;
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    CHECK(cost.compute(given, trace::Phase::Fwd) == 7'000);
+    CHECK(cost.compute(given, trace::Phase::Recompute) == 7'000);
+    CHECK(cost.compute(given, trace::Phase::Eval) == 7'000);
+    CHECK(cost.compute(given, trace::Phase::Bwd) == 14'000);
+    // 2 * 1'001'000 numel * 2 tokens / 1e12 flop/s = 4'004 ns; backward twice that.
+    CHECK(cost.compute(derived, trace::Phase::Fwd) == 4'004);
+    CHECK(cost.compute(derived, trace::Phase::Bwd) == 8'008);
+    SUBCASE("timing.tokens_per_micro_batch overrides the micro-batch size") {
+      b.s.timing.tokens_per_micro_batch = 4'096;
+      AnalyticalCostModel with_tokens(b.s, testing::round_calibration());
+      // 2 * 1'001'000 * 4'096 / 1e12 s = 8'200'192 ns.
+      CHECK(with_tokens.compute(derived, trace::Phase::Fwd) == 8'200'192);
+    }
+    SUBCASE("a z3 leaf computes for its whole subtree") {
+      b.s.modules[given].compute_us = -1;
+      b.s.modules[given].leaf = true;
+      b.s.modules[given].children.push_back(derived);
+      AnalyticalCostModel leaf(b.s, testing::round_calibration());
+      CHECK(leaf.compute(given, trace::Phase::Fwd) == 4'004);
+    }
+  }
+
+  TEST_CASE("cost_model: h2d copies at the calibrated bandwidth") {
+    testing::ScenarioBuilder b(1);
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    CHECK(cost.h2d_copy(1'024) == 2'048);  // 0.5 B/ns
+    CHECK(cost.reduce_scatter(4'096, 4) == 4'072);
+    CHECK(cost.all_gather(4'096, 1) == 0);
+  }
+}
+
+}  // namespace
+}  // namespace zfetch::sim

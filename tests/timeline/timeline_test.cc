@@ -1,0 +1,373 @@
+// Hand-computed stream schedules: given these events, expect these times (exact ns).
+#include "sim/timeline.h"
+
+#include <doctest/doctest.h>
+
+#include <initializer_list>
+
+#include "sim/cost_model.h"
+#include "tests/timeline/timeline_test_util.h"
+
+namespace zfetch::sim {
+namespace {
+
+using testing::Ev;
+using testing::ScenarioBuilder;
+using testing::VectorSink;
+using trace::EventKind;
+using trace::Phase;
+
+void feed(Timeline& timeline, std::initializer_list<Ev> events) {
+  for (const Ev& e : events) {
+    timeline.on_event(e);
+  }
+}
+
+// world=4, one fp32 param of 1'024 elements: 4'096 B, shard 1'024 B, gathered (padded) 4'096 B.
+// all-gather = alpha + (3/4) * 4'096 B / (1 B/ns) = 1'000 + 3'072 = 4'072 ns.
+constexpr Tick kGather4k = 4'072;
+
+TEST_SUITE("timeline") {
+  TEST_CASE("timeline: one fetch gathers, waits, then computes (no overlap)") {
+    ScenarioBuilder b(4);
+    const auto m = b.module("a", 10);  // 10 us = 10'000 ns
+    const auto p = b.param(m, "w", 1'024);
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    VectorSink out;
+    Timeline tl(b.s, cost, out);
+    feed(tl, {Ev(EventKind::ModulePre).module(m), Ev(EventKind::Fetch).module(m),
+              Ev(EventKind::Gather).module(m).param(p).group(1),
+              Ev(EventKind::Wait).module(m).param(p).group(1), Ev(EventKind::Compute).module(m),
+              Ev(EventKind::ModulePost).module(m), Ev(EventKind::Release).module(m).param(p)});
+    tl.finish();
+    // gather [0, 4'072) on comm; compute stalls to 4'072, runs [4'072, 14'072).
+    REQUIRE(out.events.size() == 7);
+    CHECK(out.events[2].t_ns == 0);
+    CHECK(out.events[3].t_ns == kGather4k);
+    CHECK(out.events[4].t_ns == kGather4k);
+    CHECK(out.events[5].t_ns == kGather4k + 10'000);
+    CHECK(out.events[6].t_ns == 14'072);
+    const TimelineSummary& s = tl.summary();
+    REQUIRE(s.steps.size() == 1);
+    CHECK(s.steps[0].step_ns == 14'072);
+    CHECK(s.steps[0].compute_ns == 10'000);
+    CHECK(s.steps[0].exposed_comm_ns == kGather4k);
+    CHECK(s.steps[0].gathers == 1);
+    CHECK(s.steps[0].gathered_bytes == 4'096);
+    CHECK(s.steps[0].peak_live_bytes == 4'096);
+    CHECK(s.end_ns == 14'072);
+  }
+
+  TEST_CASE("timeline: a prefetch overlaps the current module's compute") {
+    ScenarioBuilder b(4);
+    const auto ma = b.module("a", 10);
+    const auto mb = b.module("b", 10);
+    const auto pa = b.param(ma, "w", 1'024);
+    const auto pb = b.param(mb, "w", 1'024);
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    VectorSink out;
+    Timeline tl(b.s, cost, out);
+    feed(tl,
+         {Ev(EventKind::Fetch).module(ma), Ev(EventKind::Gather).module(ma).param(pa).group(1),
+          Ev(EventKind::Wait).module(ma).param(pa).group(1),
+          Ev(EventKind::Prefetch).module(ma).param(pb).group(2), Ev(EventKind::Compute).module(ma),
+          Ev(EventKind::ModulePost).module(ma), Ev(EventKind::Release).module(ma).param(pa),
+          Ev(EventKind::Fetch).module(mb), Ev(EventKind::Wait).module(mb).param(pb).group(2),
+          Ev(EventKind::Compute).module(mb)});
+    tl.finish();
+    // gather pa [0, 4'072); prefetch pb issued at 4'072, comm [4'072, 8'144);
+    // compute a [4'072, 14'072) hides it: wait pb at 14'072 >= 8'144, no stall;
+    // compute b [14'072, 24'072). Exposed = the first gather only.
+    CHECK(out.events[3].t_ns == kGather4k);
+    CHECK(out.events[8].t_ns == 14'072);
+    CHECK(out.events[9].t_ns == 14'072);
+    const StepSummary& s = tl.summary().steps.at(0);
+    CHECK(s.step_ns == 24'072);
+    CHECK(s.exposed_comm_ns == kGather4k);
+    CHECK(s.gathers == 2);
+    // pa and pb are both live between the prefetch and pa's release.
+    CHECK(s.peak_live_bytes == 8'192);
+    CHECK(s.step_ns == s.compute_ns + s.exposed_comm_ns);
+  }
+
+  TEST_CASE("timeline: offload_param copies the shard on h2d before the gather") {
+    ScenarioBuilder b(4);
+    b.s.config.zero.offload_param.device = model::OffloadDevice::Cpu;
+    const auto m = b.module("a", 10);
+    const auto p = b.param(m, "w", 1'024);
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    VectorSink out;
+    Timeline tl(b.s, cost, out);
+    feed(tl, {Ev(EventKind::Fetch).module(m), Ev(EventKind::Gather).module(m).param(p).group(1),
+              Ev(EventKind::Wait).module(m).param(p).group(1), Ev(EventKind::Compute).module(m)});
+    tl.finish();
+    // h2d: shard 1'024 B at 0.5 B/ns = 2'048 ns, [0, 2'048); comm [2'048, 6'120).
+    CHECK(out.events[2].t_ns == 2'048 + kGather4k);
+    CHECK(tl.summary().steps.at(0).exposed_comm_ns == 6'120);
+    CHECK(tl.summary().steps.at(0).step_ns == 16'120);
+  }
+
+  TEST_CASE("timeline: world size 1 gathers cost nothing") {
+    ScenarioBuilder b(1);
+    const auto m = b.module("a", 10);
+    const auto p = b.param(m, "w", 1'024);
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    VectorSink out;
+    SUBCASE("no offload: no communication at all") {
+      Timeline tl(b.s, cost, out);
+      feed(tl, {Ev(EventKind::Fetch).module(m), Ev(EventKind::Gather).module(m).param(p).group(1),
+                Ev(EventKind::Wait).module(m).param(p).group(1), Ev(EventKind::Compute).module(m)});
+      tl.finish();
+      CHECK(out.events[2].t_ns == 0);
+      CHECK(tl.summary().steps.at(0).step_ns == 10'000);
+      CHECK(tl.summary().steps.at(0).exposed_comm_ns == 0);
+      // The "gather" still makes the full param live (4'096 B).
+      CHECK(tl.summary().steps.at(0).peak_live_bytes == 4'096);
+    }
+    SUBCASE("offload: the host copy remains") {
+      b.s.config.zero.offload_param.device = model::OffloadDevice::Nvme;
+      Timeline tl(b.s, cost, out);
+      feed(tl, {Ev(EventKind::Fetch).module(m), Ev(EventKind::Gather).module(m).param(p).group(1),
+                Ev(EventKind::Wait).module(m).param(p).group(1), Ev(EventKind::Compute).module(m)});
+      tl.finish();
+      // W=1: shard = full = 4'096 B at 2 ns/B = 8'192 ns.
+      CHECK(out.events[2].t_ns == 8'192);
+      CHECK(tl.summary().steps.at(0).step_ns == 18'192);
+    }
+  }
+
+  TEST_CASE("timeline: two gathers contend for the comm stream in issue order") {
+    ScenarioBuilder b(4);
+    const auto ma = b.module("a", 1);
+    const auto mb = b.module("b", 1);
+    const auto pa = b.param(ma, "w", 1'024);
+    const auto pb = b.param(mb, "w", 2'048);
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    VectorSink out;
+    Timeline tl(b.s, cost, out);
+    feed(tl, {Ev(EventKind::Fetch).module(ma), Ev(EventKind::Gather).module(ma).param(pa).group(1),
+              Ev(EventKind::Prefetch).module(ma).param(pb).group(2),
+              Ev(EventKind::Wait).module(ma).param(pb).group(2)});
+    tl.finish();
+    // g1 [0, 4'072); g2 (8'192 B: 1'000 + 6'144 = 7'144 ns) waits for comm: [4'072, 11'216).
+    CHECK(out.events[1].t_ns == 0);
+    CHECK(out.events[2].t_ns == 0);
+    CHECK(out.events[3].t_ns == 11'216);
+    CHECK(tl.summary().steps.at(0).gathers == 2);
+  }
+
+  TEST_CASE("timeline: the params of one group are one coalesced collective") {
+    ScenarioBuilder b(4);
+    const auto m = b.module("a", 1);
+    const auto p0 = b.param(m, "w", 1'024);
+    const auto p1 = b.param(m, "b", 1'024);
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    VectorSink out;
+    Timeline tl(b.s, cost, out);
+    feed(tl, {Ev(EventKind::Fetch).module(m), Ev(EventKind::Gather).module(m).param(p0).group(7),
+              Ev(EventKind::Gather).module(m).param(p1).group(7),
+              Ev(EventKind::Wait).module(m).param(p0).group(7),
+              Ev(EventKind::Wait).module(m).param(p1).group(7)});
+    tl.finish();
+    // one alpha for 8'192 B: 1'000 + 6'144 = 7'144 ns (two calls would take 8'144).
+    CHECK(out.events[3].t_ns == 7'144);
+    CHECK(out.events[4].t_ns == 7'144);
+    CHECK(tl.summary().steps.at(0).gathers == 1);
+    CHECK(tl.summary().steps.at(0).gathered_params == 2);
+  }
+
+  TEST_CASE("timeline: a getter gather blocks compute until it ends") {
+    ScenarioBuilder b(4);
+    const auto ma = b.module("a", 10);
+    const auto mb = b.module("b", 10);
+    const auto pb = b.param(mb, "w", 1'024);
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    VectorSink out;
+    Timeline tl(b.s, cost, out);
+    feed(tl,
+         {Ev(EventKind::Fetch).module(ma), Ev(EventKind::Compute).module(ma),
+          Ev(EventKind::Access).module(ma).param(pb),
+          Ev(EventKind::GetterGather).module(ma).param(pb),
+          Ev(EventKind::GetterGather).module(ma).param(pb), Ev(EventKind::ModulePost).module(ma)});
+    tl.finish();
+    // compute a [0, 10'000); getter gather issued at 10'000, comm [10'000, 14'072), compute
+    // stalls; the second (ungrouped) getter gather is its own call: [14'072, 18'144).
+    CHECK(out.events[3].t_ns == 10'000);
+    CHECK(out.events[4].t_ns == 14'072);
+    CHECK(out.events[5].t_ns == 18'144);
+    CHECK(tl.summary().steps.at(0).exposed_comm_ns == 2 * kGather4k);
+    CHECK(tl.summary().steps.at(0).gathers == 2);
+    // The same param twice stays counted once.
+    CHECK(tl.summary().steps.at(0).peak_live_bytes == 4'096);
+  }
+
+  TEST_CASE("timeline: reduce-scatter runs on its own stream; the optimizer step waits") {
+    ScenarioBuilder b(4);
+    const auto ma = b.module("a", 10);
+    const auto mb = b.module("b", 1);
+    const auto pa = b.param(ma, "w", 1'024);
+    b.param(ma, "frozen", 1'024, /*frozen=*/true);
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    VectorSink out;
+    Timeline tl(b.s, cost, out);
+    feed(tl, {Ev(EventKind::BackwardPre, Phase::Bwd).module(ma),
+              Ev(EventKind::Compute, Phase::Bwd).module(ma),
+              Ev(EventKind::BackwardPost, Phase::Bwd).module(ma),
+              Ev(EventKind::Release, Phase::Bwd).module(ma).param(pa),
+              Ev(EventKind::BackwardPre, Phase::Bwd).module(mb),
+              Ev(EventKind::Compute, Phase::Bwd).module(mb),
+              Ev(EventKind::BackwardPost, Phase::Bwd).module(mb),
+              Ev(EventKind::OptimizerStep, Phase::Optimizer)});
+    tl.finish();
+    // backward = 2x forward: a [0, 20'000). Its trainable gradient (4'096 B padded; the frozen
+    // param has none) is reduce-scattered on rs [20'000, 24'072) while b computes
+    // [20'000, 22'000) without waiting. b has no params: no reduce-scatter.
+    // The optimizer step waits for rs: 24'072, exposing 2'072 ns.
+    CHECK(out.events[5].t_ns == 20'000);
+    CHECK(out.events[6].t_ns == 22'000);
+    CHECK(out.events[7].t_ns == 24'072);
+    const StepSummary& s = tl.summary().steps.at(0);
+    CHECK(s.compute_ns == 22'000);
+    CHECK(s.exposed_comm_ns == 2'072);
+    CHECK(s.step_ns == 24'072);
+    CHECK(s.reduce_scattered_bytes == 4'096);
+    CHECK(s.optimizer_step);
+  }
+
+  TEST_CASE("timeline: peak live memory follows gathers and releases") {
+    ScenarioBuilder b(2);
+    const auto m = b.module("a", 1);
+    const auto p0 = b.param(m, "w0", 1'000);  // 4'000 B
+    const auto p1 = b.param(m, "w1", 3'000);  // 12'000 B
+    const auto p2 = b.param(m, "w2", 500);    // 2'000 B
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    VectorSink out;
+    Timeline tl(b.s, cost, out);
+    feed(tl, {Ev(EventKind::Gather).module(m).param(p0).group(1),
+              Ev(EventKind::Gather).module(m).param(p2).group(1),
+              Ev(EventKind::Release).module(m).param(p0),
+              Ev(EventKind::Gather).module(m).param(p1).group(2),
+              Ev(EventKind::Release).module(m).param(p1),
+              Ev(EventKind::Release).module(m).param(p1),  // a repeated release frees nothing
+              Ev(EventKind::PartitionAll, Phase::Optimizer).param(p2)});
+    tl.finish();
+    // live: 4'000 -> 6'000 -> 2'000 -> 14'000 (peak) -> 2'000 -> 2'000 -> 0.
+    CHECK(tl.summary().steps.at(0).peak_live_bytes == 14'000);
+    CHECK(tl.summary().peak_live_bytes == 14'000);
+  }
+
+  TEST_CASE("timeline: persistent params stay live across steps until a restart") {
+    ScenarioBuilder b(2);
+    const auto m = b.module("a", 1);
+    const auto big = b.param(m, "w", 1'000);  // 4'000 B
+    const auto small = b.param(m, "b", 10);   // 40 B, persistent
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    VectorSink out;
+    Timeline tl(b.s, cost, out);
+    feed(tl, {Ev(EventKind::PersistentGather, Phase::None).param(small),
+              Ev(EventKind::Gather).module(m).param(big).group(1).step(0),
+              Ev(EventKind::OptimizerStep, Phase::Optimizer).step(0),
+              Ev(EventKind::PartitionAll, Phase::Optimizer).param(big).step(0),
+              Ev(EventKind::Fetch).module(m).step(1), Ev(EventKind::Restart, Phase::None).step(1),
+              Ev(EventKind::Fetch).module(m).step(2)});
+    tl.finish();
+    const auto& steps = tl.summary().steps;
+    REQUIRE(steps.size() == 3);
+    CHECK(steps[0].peak_live_bytes == 4'040);
+    CHECK(steps[1].peak_live_bytes == 40);  // the persistent param is still resident
+    CHECK(steps[2].peak_live_bytes == 0);   // the restart freed everything
+  }
+
+  TEST_CASE("timeline: steps split at the step field; each step time is compute + exposed") {
+    ScenarioBuilder b(4);
+    const auto m = b.module("a", 10);
+    const auto p = b.param(m, "w", 1'024);
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    VectorSink out;
+    Timeline tl(b.s, cost, out);
+    for (int32_t step = 0; step < 2; ++step) {
+      feed(tl, {Ev(EventKind::PassStart).step(step), Ev(EventKind::Fetch).module(m).step(step),
+                Ev(EventKind::Gather).module(m).param(p).group(step).step(step),
+                Ev(EventKind::Wait).module(m).param(p).group(step).step(step),
+                Ev(EventKind::Compute).module(m).step(step),
+                Ev(EventKind::Release).module(m).param(p).step(step),
+                Ev(EventKind::OptimizerStep, Phase::Optimizer).step(step)});
+    }
+    tl.finish();
+    // Each step: 4'072 stall + 10'000 compute = 14'072; step 1 starts where step 0 ended.
+    const auto& steps = tl.summary().steps;
+    REQUIRE(steps.size() == 2);
+    CHECK(steps[0].start_ns == 0);
+    CHECK(steps[1].start_ns == 14'072);
+    for (const StepSummary& s : steps) {
+      CHECK(s.step_ns == 14'072);
+      CHECK(s.compute_ns + s.exposed_comm_ns == s.step_ns);
+      CHECK(s.gathers == 1);
+      CHECK(s.optimizer_step);
+    }
+    CHECK(tl.summary().end_ns == 28'144);
+    CHECK(tl.summary().exposed_comm_ns == 2 * kGather4k);
+  }
+
+  TEST_CASE("timeline: ranks have independent clocks and summaries") {
+    ScenarioBuilder b(4);
+    const auto m = b.module("a", 10);
+    const auto p = b.param(m, "w", 1'024);
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    VectorSink out;
+    Timeline tl(b.s, cost, out, {.per_module = true, .record = false});
+    feed(tl, {Ev(EventKind::Fetch).module(m).rank(1), Ev(EventKind::Compute).module(m).rank(1),
+              Ev(EventKind::Fetch).module(m).rank(0),
+              Ev(EventKind::Gather).module(m).param(p).group(1).rank(0),
+              Ev(EventKind::Wait).module(m).param(p).group(1).rank(0),
+              Ev(EventKind::Compute).module(m).rank(0)});
+    tl.finish();
+    CHECK(out.events[2].t_ns == 0);  // rank 0's clock did not move with rank 1's compute
+    const auto& steps = tl.summary().steps;
+    REQUIRE(steps.size() == 2);
+    CHECK(steps[0].rank == 0);
+    CHECK(steps[0].step_ns == 14'072);
+    CHECK(steps[1].rank == 1);
+    CHECK(steps[1].step_ns == 10'000);
+    REQUIRE(tl.summary().modules.size() == 2);
+    CHECK(tl.summary().ranks[0] == 0);
+    CHECK(tl.summary().modules[0][m].fetches == 1);
+    CHECK(tl.summary().modules[0][m].exposed_comm_ns == kGather4k);
+    CHECK(tl.summary().modules[0][m].gathered_bytes == 4'096);
+    CHECK(tl.summary().modules[1][m].compute_ns == 10'000);
+  }
+
+  TEST_CASE("timeline: summary text and JSON are fixed-format") {
+    ScenarioBuilder b(4);
+    const auto m = b.module("a", 10);
+    const auto p = b.param(m, "w", 1'024);
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    VectorSink out;
+    Timeline tl(b.s, cost, out, {.per_module = true, .record = false});
+    feed(tl, {Ev(EventKind::Fetch).module(m), Ev(EventKind::Gather).module(m).param(p).group(1),
+              Ev(EventKind::Wait).module(m).param(p).group(1), Ev(EventKind::Compute).module(m)});
+    tl.finish();
+    CHECK(format_summary_text(tl.summary(), b.s, true) ==
+          "# step  rank      step_time        compute   exposed_comm gathers       gathered"
+          "      peak_live\n"
+          "#                      (us)           (us)           (us)                    (B)"
+          "            (B)\n"
+          "     0     0         14.072         10.000          4.072       1           4096"
+          "           4096\n"
+          "# end 14.072 us, exposed communication 4.072 us, peak live parameters 4096 B\n"
+          "# rank 0 modules\n"
+          "# fetches        compute   exposed_comm       gathered  module\n"
+          "#                   (us)           (us)            (B)\n"
+          "        1         10.000          4.072           4096  a\n");
+    CHECK(format_summary_json(tl.summary(), b.s) ==
+          "{\"end_ns\":14072,\"exposed_comm_ns\":4072,\"peak_live_bytes\":4096,\"steps\":["
+          "{\"step\":0,\"rank\":0,\"start_ns\":0,\"step_ns\":14072,\"compute_ns\":10000,"
+          "\"exposed_comm_ns\":4072,\"gathers\":1,\"gathered_params\":1,\"gathered_bytes\":4096,"
+          "\"reduce_scattered_bytes\":0,\"peak_live_bytes\":4096,\"optimizer_step\":false}],"
+          "\"modules\":[{\"rank\":0,\"module\":\"a\",\"fetches\":1,\"compute_ns\":10000,"
+          "\"exposed_comm_ns\":4072,\"gathered_bytes\":4096}]}");
+  }
+}
+
+}  // namespace
+}  // namespace zfetch::sim
