@@ -1,0 +1,345 @@
+// Benchmarks of the fused gather, cudaMemcpyAsync and the NCCL paths (see bench.h).
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <numeric>
+
+#include "cuda_kernels/bench.h"
+#include "cuda_kernels/buffers.h"
+#include "cuda_kernels/check.h"
+#include "cuda_kernels/gather_kernel.cuh"
+#include "cuda_kernels/partition.h"
+
+namespace zfetch::gpu {
+
+namespace {
+
+std::uint64_t align_up(std::uint64_t x, std::uint64_t a) {
+  return (x + a - 1) / a * a;
+}
+
+// Non-zero, non-repeating contents (never time on zeros).
+__global__ void fill_kernel(std::uint64_t* p, std::uint64_t words, std::uint64_t seed) {
+  for (std::uint64_t i = blockIdx.x * std::uint64_t{blockDim.x} + threadIdx.x; i < words;
+       i += std::uint64_t{gridDim.x} * blockDim.x) {
+    p[i] = mix64(seed ^ i);
+  }
+}
+
+void fill(const DeviceBuffer& b, std::uint64_t seed, cudaStream_t stream) {
+  fill_kernel<<<264, 256, 0, stream>>>(reinterpret_cast<std::uint64_t*>(b.get()), b.size() / 8,
+                                       seed);
+  ZFETCH_CUDA_CHECK_LAUNCH();
+}
+
+// Sets of buffers to rotate through so that consecutive iterations miss in L2.
+int rotation_sets(std::uint64_t set_bytes) {
+  int device = 0;
+  ZFETCH_CUDA_CHECK(cudaGetDevice(&device));
+  int l2 = 0;
+  ZFETCH_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  const std::uint64_t want = 4ULL * static_cast<std::uint64_t>(l2);
+  return static_cast<int>(std::clamp<std::uint64_t>((want + set_bytes - 1) / set_bytes, 1, 64));
+}
+
+// Times enqueue(iteration) on the ranks' streams: three warm-up iterations, then `samples`
+// samples of `inner` iterations each (inner sized so a sample lasts about 300 us) between two
+// events per stream; a sample's time is the slowest stream's, divided by inner.
+template <typename F>
+Timing time_on(std::span<LocalRank> ranks, int samples, F&& enqueue) {
+  std::vector<cudaEvent_t> start(ranks.size());
+  std::vector<cudaEvent_t> stop(ranks.size());
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    ZFETCH_CUDA_CHECK(cudaSetDevice(ranks[r].device));
+    ZFETCH_CUDA_CHECK(cudaEventCreate(&start[r]));
+    ZFETCH_CUDA_CHECK(cudaEventCreate(&stop[r]));
+  }
+  int iteration = 0;
+  auto batch = [&](int inner) {
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+      ZFETCH_CUDA_CHECK(cudaSetDevice(ranks[r].device));
+      ZFETCH_CUDA_CHECK(cudaEventRecord(start[r], ranks[r].stream));
+    }
+    for (int i = 0; i < inner; ++i) {
+      enqueue(iteration++);
+    }
+    float worst = 0;
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+      ZFETCH_CUDA_CHECK(cudaSetDevice(ranks[r].device));
+      ZFETCH_CUDA_CHECK(cudaEventRecord(stop[r], ranks[r].stream));
+    }
+    for (std::size_t r = 0; r < ranks.size(); ++r) {
+      ZFETCH_CUDA_CHECK(cudaEventSynchronize(stop[r]));
+      float ms = 0;
+      ZFETCH_CUDA_CHECK(cudaEventElapsedTime(&ms, start[r], stop[r]));
+      worst = std::max(worst, ms);
+    }
+    return static_cast<double>(worst) * 1e6 / inner;
+  };
+  double estimate = 0;
+  for (int w = 0; w < 3; ++w) {
+    estimate = batch(1);
+  }
+  Timing t;
+  t.inner = static_cast<int>(std::clamp(300e3 / std::max(estimate, 1.0), 1.0, 1000.0));
+  std::vector<double> v;
+  for (int s = 0; s < samples; ++s) {
+    v.push_back(batch(t.inner));
+  }
+  std::sort(v.begin(), v.end());
+  t.samples = samples;
+  t.min_ns = v.front();
+  t.max_ns = v.back();
+  t.median_ns = samples % 2 == 1 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    ZFETCH_CUDA_CHECK(cudaSetDevice(ranks[r].device));
+    ZFETCH_CUDA_CHECK(cudaEventDestroy(start[r]));
+    ZFETCH_CUDA_CHECK(cudaEventDestroy(stop[r]));
+  }
+  ZFETCH_CUDA_CHECK(cudaSetDevice(ranks[0].device));
+  return t;
+}
+
+// Params of a transformer-like bucket of about `bytes` bytes: per layer three large matrices
+// and one small vector; every size a multiple of `unit` elements (so slices are 16-byte aligned).
+std::vector<std::uint64_t> sweep_numels(std::uint64_t bytes, std::uint32_t elem_bytes,
+                                        std::uint64_t unit) {
+  const std::uint64_t total = bytes / elem_bytes;
+  if (total < 8 * unit) {
+    return {std::max(unit, total / unit * unit)};
+  }
+  const std::uint64_t layers = std::clamp<std::uint64_t>(bytes >> 24, 1, 4);
+  const std::uint64_t per_layer = total / layers;
+  const std::uint64_t vec = align_up(std::max<std::uint64_t>(per_layer / 2048, 1), unit);
+  const std::uint64_t mat = (per_layer - vec) / 3 / unit * unit;
+  std::vector<std::uint64_t> numels;
+  for (std::uint64_t l = 0; l < layers; ++l) {
+    numels.insert(numels.end(), {mat, mat, mat, vec});
+  }
+  return numels;
+}
+
+// Param buffers of a bucket laid out in an arena, each starting 256-byte aligned.
+std::vector<std::uint64_t> param_offsets(const BucketLayout& layout, std::uint64_t& set_bytes) {
+  std::vector<std::uint64_t> off;
+  std::uint64_t at = 0;
+  for (const ParamPartition& p : layout.params) {
+    off.push_back(at);
+    at = align_up(at + p.numel * layout.elem_bytes, 256);
+  }
+  set_bytes = std::max<std::uint64_t>(at, 256);
+  return off;
+}
+
+// The kernel and a plain copy of the same bytes, on rank 0's GPU, `sim` shards in one buffer.
+void time_local(NcclWorld& world, const BucketLayout& layout, const BenchConfig& config,
+                Timing* memcpy_d2d, Timing& kernel, std::uint32_t* chunks) {
+  LocalRank& lr = world.local()[0];
+  ZFETCH_CUDA_CHECK(cudaSetDevice(lr.device));
+  std::uint64_t out_set = 0;
+  const std::vector<std::uint64_t> off = param_offsets(layout, out_set);
+  const std::uint64_t in_set = align_up(layout.gathered_bytes() + 16, 256);
+  const int sets = rotation_sets(in_set + out_set);
+  DeviceBuffer in(in_set * static_cast<std::uint64_t>(sets));
+  DeviceBuffer out(out_set * static_cast<std::uint64_t>(sets));
+  fill(in, config.seed, lr.stream);
+  fill(out, config.seed + 1, lr.stream);
+  std::vector<const std::byte*> src;
+  std::vector<std::byte*> dst;
+  for (std::uint32_t r = 0; r < layout.world; ++r) {
+    src.push_back(in.get() + r * layout.rank_bytes());
+  }
+  for (const std::uint64_t o : off) {
+    dst.push_back(out.get() + o);
+  }
+  const FusedGather gather(layout, src, dst);
+  if (chunks != nullptr) {
+    *chunks = gather.num_chunks();
+  }
+  std::span<LocalRank> one = world.local().subspan(0, 1);
+  const std::uint64_t bytes = layout.output_bytes();
+  if (memcpy_d2d != nullptr) {
+    *memcpy_d2d = time_on(one, config.samples, [&](int it) {
+      const std::uint64_t k = static_cast<std::uint64_t>(it % sets);
+      ZFETCH_CUDA_CHECK(cudaMemcpyAsync(out.get() + k * out_set, in.get() + k * in_set, bytes,
+                                        cudaMemcpyDeviceToDevice, lr.stream));
+    });
+  }
+  kernel = time_on(one, config.samples, [&](int it) {
+    const auto k = static_cast<std::ptrdiff_t>(it % sets);
+    gather.launch(lr.stream, k * static_cast<std::ptrdiff_t>(in_set),
+                  k * static_cast<std::ptrdiff_t>(out_set));
+  });
+  ZFETCH_CUDA_CHECK(cudaStreamSynchronize(lr.stream));
+}
+
+// The NCCL paths on every rank of `world` for `layout` (W = world size).
+struct NcclTimes {
+  Timing all_gather;
+  Timing ag_copies;
+  Timing ag_kernel;
+  Timing reduce_scatter;
+  Timing kernel_world;  // fused kernel alone from the gathered buffer (rank 0's GPU)
+  std::uint64_t copies = 0;
+};
+
+NcclTimes time_nccl(NcclWorld& world, const BucketLayout& layout, const BenchConfig& config,
+                    bool collectives_alone) {
+  struct PerRank {
+    DeviceBuffer send;
+    DeviceBuffer recv;
+    DeviceBuffer out;
+    std::vector<std::uint64_t> off;
+    std::unique_ptr<FusedGather> gather;
+  };
+  std::uint64_t out_set = 0;
+  const std::vector<std::uint64_t> off = param_offsets(layout, out_set);
+  const std::uint64_t send_set = align_up(layout.rank_bytes() + 16, 256);
+  const std::uint64_t recv_set = align_up(layout.gathered_bytes() + 16, 256);
+  ZFETCH_CUDA_CHECK(cudaSetDevice(world.local()[0].device));
+  const int sets = rotation_sets(send_set + recv_set + out_set);
+  const auto k64 = static_cast<std::uint64_t>(sets);
+  std::vector<PerRank> ranks;
+  for (LocalRank& lr : world.local()) {
+    ZFETCH_CUDA_CHECK(cudaSetDevice(lr.device));
+    PerRank pr{DeviceBuffer(send_set * k64), DeviceBuffer(recv_set * k64),
+               DeviceBuffer(out_set * k64), off, nullptr};
+    fill(pr.send, config.seed + static_cast<std::uint64_t>(lr.rank), lr.stream);
+    fill(pr.recv, config.seed + 7, lr.stream);
+    fill(pr.out, config.seed + 9, lr.stream);
+    std::vector<const std::byte*> src;
+    std::vector<std::byte*> dst;
+    for (std::uint32_t r = 0; r < layout.world; ++r) {
+      src.push_back(pr.recv.get() + r * layout.rank_bytes());
+    }
+    for (const std::uint64_t o : off) {
+      dst.push_back(pr.out.get() + o);
+    }
+    pr.gather = std::make_unique<FusedGather>(layout, src, dst);
+    ranks.push_back(std::move(pr));
+  }
+  const ncclDataType_t type = nccl_type(layout.elem_bytes, false);
+  auto gather_all = [&](std::uint64_t k) {
+    std::vector<const std::byte*> send;
+    std::vector<std::byte*> recv;
+    for (PerRank& pr : ranks) {
+      send.push_back(pr.send.get() + k * send_set);
+      recv.push_back(pr.recv.get() + k * recv_set);
+    }
+    all_gather(world, send, recv, layout.rank_numel, type);
+  };
+  NcclTimes t;
+  if (collectives_alone) {
+    t.all_gather = time_on(world.local(), config.samples,
+                           [&](int it) { gather_all(static_cast<std::uint64_t>(it % sets)); });
+    t.reduce_scatter = time_on(world.local(), config.samples, [&](int it) {
+      const auto k = static_cast<std::uint64_t>(it % sets);
+      std::vector<const std::byte*> send;
+      std::vector<std::byte*> recv;
+      for (PerRank& pr : ranks) {
+        send.push_back(pr.recv.get() + k * recv_set);
+        recv.push_back(pr.send.get() + k * send_set);
+      }
+      reduce_scatter(world, send, recv, layout.rank_numel, type);
+    });
+  }
+  std::vector<std::byte*> dst(off.size());
+  t.ag_copies = time_on(world.local(), config.samples, [&](int it) {
+    const auto k = static_cast<std::uint64_t>(it % sets);
+    gather_all(k);
+    std::size_t q = 0;
+    for (LocalRank& lr : world.local()) {
+      PerRank& pr = ranks[q++];
+      ZFETCH_CUDA_CHECK(cudaSetDevice(lr.device));
+      for (std::size_t i = 0; i < off.size(); ++i) {
+        dst[i] = pr.out.get() + k * out_set + off[i];
+      }
+      t.copies = copy_params_per_slice(layout, pr.recv.get() + k * recv_set, dst, lr.stream);
+    }
+  });
+  t.ag_kernel = time_on(world.local(), config.samples, [&](int it) {
+    const auto k = static_cast<std::uint64_t>(it % sets);
+    gather_all(k);
+    std::size_t q = 0;
+    for (LocalRank& lr : world.local()) {
+      PerRank& pr = ranks[q++];
+      ZFETCH_CUDA_CHECK(cudaSetDevice(lr.device));
+      pr.gather->launch(lr.stream, static_cast<std::ptrdiff_t>(k * recv_set),
+                        static_cast<std::ptrdiff_t>(k * out_set));
+    }
+  });
+  LocalRank& first = world.local()[0];
+  ZFETCH_CUDA_CHECK(cudaSetDevice(first.device));
+  t.kernel_world = time_on(world.local().subspan(0, 1), config.samples, [&](int it) {
+    const auto k = static_cast<std::uint64_t>(it % sets);
+    ranks[0].gather->launch(first.stream, static_cast<std::ptrdiff_t>(k * recv_set),
+                            static_cast<std::ptrdiff_t>(k * out_set));
+  });
+  for (LocalRank& lr : world.local()) {
+    ZFETCH_CUDA_CHECK(cudaSetDevice(lr.device));
+    ZFETCH_CUDA_CHECK(cudaStreamSynchronize(lr.stream));
+  }
+  ZFETCH_CUDA_CHECK(cudaSetDevice(first.device));
+  return t;
+}
+
+}  // namespace
+
+BenchResult run_bench(NcclWorld& world, const BenchConfig& config) {
+  BenchResult result;
+  result.world = world.world_size();
+  result.sim_world = config.sim_world;
+  LocalRank& first = world.local()[0];
+  ZFETCH_CUDA_CHECK(cudaSetDevice(first.device));
+  cudaDeviceProp prop{};
+  ZFETCH_CUDA_CHECK(cudaGetDeviceProperties(&prop, first.device));
+  result.device = prop.name;
+  const auto w = static_cast<std::uint32_t>(world.world_size());
+  const std::uint64_t unit = 8ULL * std::lcm(config.sim_world, w);
+  for (std::uint64_t bytes = config.min_bytes; bytes <= config.max_bytes;
+       bytes *= bytes < (16ULL << 20) ? 4 : 2) {
+    const std::vector<std::uint64_t> numels = sweep_numels(bytes, 2, unit);
+    SweepPoint p;
+    const BucketLayout sim = make_bucket_layout(numels, config.sim_world, 2);
+    p.bytes = sim.output_bytes();
+    p.params = static_cast<std::uint32_t>(numels.size());
+    time_local(world, sim, config, &p.memcpy_d2d, p.kernel, &p.chunks);
+    const BucketLayout real = make_bucket_layout(numels, w, 2);
+    p.gathered_bytes = real.gathered_bytes();
+    const NcclTimes t = time_nccl(world, real, config, true);
+    p.all_gather = t.all_gather;
+    p.ag_copies = t.ag_copies;
+    p.ag_kernel = t.ag_kernel;
+    p.reduce_scatter = t.reduce_scatter;
+    result.sweep.push_back(p);
+  }
+  // A bucket of many small params, 1 to 64 KiB each, odd sizes (bf16).
+  std::vector<std::uint64_t> numels;
+  for (std::uint32_t i = 0; i < config.small_params; ++i) {
+    numels.push_back((1024 + hash3(config.seed, 77, i) % (63 * 1024 + 1)) / 2);
+  }
+  SmallParamsPoint& s = result.small;
+  const BucketLayout sim = make_bucket_layout(numels, config.sim_world, 2);
+  s.params = config.small_params;
+  s.bytes = sim.output_bytes();
+  time_local(world, sim, config, &s.memcpy_d2d, s.kernel_sim, nullptr);
+  const BucketLayout real = make_bucket_layout(numels, w, 2);
+  const NcclTimes t = time_nccl(world, real, config, false);
+  s.kernel_world = t.kernel_world;
+  s.ag_copies = t.ag_copies;
+  s.ag_kernel = t.ag_kernel;
+  s.copies = t.copies;
+  // Pinned host-to-device bandwidth.
+  result.h2d_bytes = 256ULL << 20;
+  PinnedBuffer host(result.h2d_bytes);
+  std::memset(host.get(), 0x5A, result.h2d_bytes);
+  DeviceBuffer dev(result.h2d_bytes);
+  result.h2d = time_on(world.local().subspan(0, 1), std::min(config.samples, 10), [&](int) {
+    ZFETCH_CUDA_CHECK(cudaMemcpyAsync(dev.get(), host.get(), result.h2d_bytes,
+                                      cudaMemcpyHostToDevice, first.stream));
+  });
+  ZFETCH_CUDA_CHECK(cudaStreamSynchronize(first.stream));
+  return result;
+}
+
+}  // namespace zfetch::gpu

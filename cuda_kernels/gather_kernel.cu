@@ -1,0 +1,187 @@
+// The fused ZeRO-3 reassembly kernel (see gather_kernel.cuh): a persistent grid of warps walks a
+// host-built table of chunks; each warp copies one chunk with 16-byte vectors when source and
+// destination share their alignment, else 4-byte words (funnel-shifted when they differ mod 4).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "cuda_kernels/check.h"
+#include "cuda_kernels/gather_kernel.cuh"
+
+namespace zfetch::gpu {
+
+void fail(const char* file, int line, const std::string& message) {
+  const std::string full = std::string(file) + ":" + std::to_string(line) + ": error: " + message;
+  std::fprintf(stderr, "%s\n", full.c_str());
+  throw GpuError(full);
+}
+
+namespace {
+
+constexpr int kUnroll = 4;  // independent 16-byte loads in flight per lane
+
+// Lanes copy single bytes [0, n), n < 32 * something small (heads and tails).
+__device__ __forceinline__ void copy_bytes(std::byte* d, const std::byte* s, std::uint64_t n,
+                                           unsigned lane) {
+  for (std::uint64_t i = lane; i < n; i += 32) {
+    d[i] = s[i];
+  }
+}
+
+// Body copy of `n` units of type T, both pointers T-aligned; kUnroll loads issued before stores.
+template <typename T>
+__device__ __forceinline__ void copy_units(T* d, const T* s, std::uint64_t n, unsigned lane) {
+  for (std::uint64_t base = 0; base < n; base += 32 * kUnroll) {
+    T r[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * 32 + lane;
+      if (i < n) {
+        r[u] = s[i];
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * 32 + lane;
+      if (i < n) {
+        d[i] = r[u];
+      }
+    }
+  }
+}
+
+// Destination 4-byte aligned, source off by `off` in 1..3 bytes: each output word is a funnel
+// shift of the two aligned source words that cover it.
+__device__ __forceinline__ void copy_words_shifted(std::uint32_t* d, const std::byte* s,
+                                                   std::uint64_t n, unsigned lane) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(s);
+  const unsigned shift = static_cast<unsigned>(addr & 3U) * 8U;
+  const auto* w = reinterpret_cast<const std::uint32_t*>(addr & ~std::uintptr_t{3});
+  for (std::uint64_t base = 0; base < n; base += 32 * kUnroll) {
+    std::uint32_t r[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * 32 + lane;
+      if (i < n) {
+        r[u] = __funnelshift_r(w[i], w[i + 1], shift);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * 32 + lane;
+      if (i < n) {
+        d[i] = r[u];
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ void warp_copy(std::byte* d, const std::byte* s, std::uint64_t n,
+                                          unsigned lane) {
+  const auto da = reinterpret_cast<std::uintptr_t>(d);
+  const auto sa = reinterpret_cast<std::uintptr_t>(s);
+  const unsigned align = ((da ^ sa) & 15U) == 0 ? 16U : 4U;
+  // Scalar head up to the destination's alignment.
+  const std::uint64_t head = std::min<std::uint64_t>((align - (da & (align - 1))) & (align - 1), n);
+  copy_bytes(d, s, head, lane);
+  d += head;
+  s += head;
+  n -= head;
+  const std::uint64_t units = n / align;
+  if (align == 16) {
+    copy_units(reinterpret_cast<uint4*>(d), reinterpret_cast<const uint4*>(s), units, lane);
+  } else if (((da ^ sa) & 3U) == 0) {
+    copy_units(reinterpret_cast<std::uint32_t*>(d), reinterpret_cast<const std::uint32_t*>(s),
+               units, lane);
+  } else {
+    copy_words_shifted(reinterpret_cast<std::uint32_t*>(d), s, units, lane);
+  }
+  // Scalar tail.
+  const std::uint64_t done = units * align;
+  copy_bytes(d + done, s + done, n - done, lane);
+}
+
+__global__ void __launch_bounds__(kGatherThreads)
+    gather_kernel(const DeviceChunk* __restrict__ chunks, std::uint32_t num_chunks,
+                  std::ptrdiff_t src_shift, std::ptrdiff_t dst_shift) {
+  const unsigned lane = threadIdx.x & 31U;
+  const std::uint32_t warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  const std::uint32_t stride = (gridDim.x * blockDim.x) >> 5;
+  if (warp >= num_chunks) {
+    return;
+  }
+  DeviceChunk cur = chunks[warp];
+  for (std::uint32_t c = warp; c < num_chunks; c += stride) {
+    // Load the next descriptor before copying this chunk, so its latency overlaps the copy.
+    DeviceChunk next{};
+    if (c + stride < num_chunks) {
+      next = chunks[c + stride];
+    }
+    warp_copy(cur.dst + dst_shift, cur.src + src_shift, cur.bytes, lane);
+    cur = next;
+  }
+}
+
+}  // namespace
+
+void launch_gather(const DeviceChunk* chunks, std::uint32_t num_chunks, int grid,
+                   std::ptrdiff_t src_shift, std::ptrdiff_t dst_shift, cudaStream_t stream) {
+  if (num_chunks == 0) {
+    return;
+  }
+  gather_kernel<<<grid, kGatherThreads, 0, stream>>>(chunks, num_chunks, src_shift, dst_shift);
+  ZFETCH_CUDA_CHECK_LAUNCH();
+}
+
+int gather_resident_blocks() {
+  int device = 0;
+  ZFETCH_CUDA_CHECK(cudaGetDevice(&device));
+  int sms = 0;
+  ZFETCH_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  int per_sm = 0;
+  ZFETCH_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gather_kernel, kGatherThreads, 0));
+  return std::max(1, sms * per_sm);
+}
+
+FusedGather::FusedGather(const BucketLayout& layout, std::span<const std::byte* const> rank_src,
+                         std::span<std::byte* const> param_dst, std::uint32_t max_chunk_bytes) {
+  const int resident = gather_resident_blocks();
+  const auto warps = static_cast<std::uint32_t>(resident * (kGatherThreads / 32));
+  chunk_bytes_ =
+      max_chunk_bytes != 0 ? max_chunk_bytes : choose_chunk_bytes(layout.output_bytes(), warps);
+  const std::vector<ChunkDesc> table = build_work_table(layout, chunk_bytes_);
+  std::vector<DeviceChunk> host(table.size());
+  for (std::size_t k = 0; k < table.size(); ++k) {
+    const ChunkDesc& c = table[k];
+    host[k] =
+        DeviceChunk{rank_src[c.rank] + c.src_offset, param_dst[c.param] + c.dst_offset, c.bytes, 0};
+  }
+  num_chunks_ = static_cast<std::uint32_t>(host.size());
+  const std::uint32_t blocks_needed =
+      (num_chunks_ + kGatherThreads / 32 - 1) / (kGatherThreads / 32);
+  grid_ = std::max(1, std::min(resident, static_cast<int>(blocks_needed)));
+  if (num_chunks_ > 0) {
+    ZFETCH_CUDA_CHECK(cudaMalloc(&table_, host.size() * sizeof(DeviceChunk)));
+    ZFETCH_CUDA_CHECK(
+        cudaMemcpy(table_, host.data(), host.size() * sizeof(DeviceChunk), cudaMemcpyHostToDevice));
+  }
+}
+
+FusedGather::~FusedGather() {
+  if (table_ != nullptr) {
+    // Destructors must not throw; a failure here is reported and ignored.
+    const cudaError_t err = cudaFree(table_);
+    if (err != cudaSuccess) {
+      std::fprintf(stderr, "%s:%d: error: cudaFree failed: %s\n", __FILE__, __LINE__,
+                   cudaGetErrorString(err));
+    }
+  }
+}
+
+void FusedGather::launch(cudaStream_t stream, std::ptrdiff_t src_shift,
+                         std::ptrdiff_t dst_shift) const {
+  launch_gather(table_, num_chunks_, grid_, src_shift, dst_shift, stream);
+}
+
+}  // namespace zfetch::gpu

@@ -1,0 +1,66 @@
+// The fused ZeRO-3 reassembly kernel: one launch copies every (param, rank) slice of a bucket.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "cuda_kernels/partition.h"
+
+namespace zfetch::gpu {
+
+/// One warp's unit of work in device memory: absolute addresses, built on the host.
+struct alignas(16) DeviceChunk {
+  const std::byte* src;
+  std::byte* dst;
+  std::uint64_t bytes;
+  std::uint64_t reserved;
+};
+
+/// Threads per block of the gather kernel (8 warps).
+inline constexpr int kGatherThreads = 256;
+
+/// Launches the gather over `num_chunks` chunks in `chunks` (device memory) with `grid` blocks;
+/// every address is offset by `src_shift` / `dst_shift` bytes (benchmarks rotate buffer sets
+/// that way; 0 otherwise). Checks the launch.
+void launch_gather(const DeviceChunk* chunks, std::uint32_t num_chunks, int grid,
+                   std::ptrdiff_t src_shift, std::ptrdiff_t dst_shift, cudaStream_t stream);
+
+/// Blocks of a persistent grid on the current device: resident blocks (occupancy) times SMs.
+[[nodiscard]] int gather_resident_blocks();
+
+/// A bucket's reassembly, planned once for fixed buffers: the host-built work table in a small
+/// device table, launched as one persistent-grid kernel.
+///
+/// Preconditions: every source (rank) buffer is readable up to the next 4-byte boundary past its
+/// last byte (cudaMalloc allocations are; the misaligned path reads whole aligned words).
+class FusedGather {
+ public:
+  /// Plans the gather of `layout` from `rank_src[r]` (rank r's flat input, device pointers) into
+  /// `param_dst[i]` (param i's own buffer of N_i elements). `max_chunk_bytes` 0 picks
+  /// choose_chunk_bytes. Uploads the table with a synchronous copy on the current device.
+  FusedGather(const BucketLayout& layout, std::span<const std::byte* const> rank_src,
+              std::span<std::byte* const> param_dst, std::uint32_t max_chunk_bytes = 0);
+  ~FusedGather();
+  FusedGather(const FusedGather&) = delete;
+  FusedGather& operator=(const FusedGather&) = delete;
+
+  /// Enqueues the gather on `stream`.
+  void launch(cudaStream_t stream, std::ptrdiff_t src_shift = 0,
+              std::ptrdiff_t dst_shift = 0) const;
+
+  [[nodiscard]] std::uint32_t num_chunks() const { return num_chunks_; }
+  [[nodiscard]] std::uint32_t chunk_bytes() const { return chunk_bytes_; }
+  [[nodiscard]] int grid() const { return grid_; }
+
+ private:
+  DeviceChunk* table_ = nullptr;
+  std::uint32_t num_chunks_ = 0;
+  std::uint32_t chunk_bytes_ = 0;
+  int grid_ = 1;
+};
+
+}  // namespace zfetch::gpu

@@ -1,0 +1,380 @@
+// zfetch-gpu: checks and timings of ZeRO-3 parameter gathers on real GPUs (verify, bench,
+// launch); the only place in cuda_kernels/ that prints and chooses exit codes.
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cuda_kernels/bench.h"
+#include "cuda_kernels/calibration.h"
+#include "cuda_kernels/check.h"
+#include "cuda_kernels/nccl_world.h"
+#include "cuda_kernels/verify.h"
+
+namespace {
+
+using namespace zfetch::gpu;
+
+constexpr int kExitOk = 0;
+constexpr int kExitWrong = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitError = 3;
+constexpr int kExitSkip = 77;  // CTest SKIP_RETURN_CODE: no GPU here
+
+int visible_gpus() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    return 0;
+  }
+  return count;
+}
+
+// RANK/WORLD_SIZE/LOCAL_RANK/ZFETCH_RENDEZVOUS as `zfetch-gpu launch` (or torchrun + a shared
+// file path) sets them; nullopt when RANK is unset.
+std::optional<LaunchEnv> launch_env() {
+  const char* rank = std::getenv("RANK");
+  const char* world = std::getenv("WORLD_SIZE");
+  const char* local = std::getenv("LOCAL_RANK");
+  const char* file = std::getenv("ZFETCH_RENDEZVOUS");
+  if (rank == nullptr || world == nullptr || file == nullptr) {
+    return std::nullopt;
+  }
+  LaunchEnv env;
+  env.rank = std::atoi(rank);
+  env.world_size = std::atoi(world);
+  env.local_rank = local != nullptr ? std::atoi(local) : env.rank;
+  env.rendezvous = file;
+  return env;
+}
+
+NcclWorld make_world(int max_gpus) {
+  if (const std::optional<LaunchEnv> env = launch_env()) {
+    return NcclWorld::from_env(*env);
+  }
+  return NcclWorld::all_local(max_gpus);
+}
+
+std::string prefix() {
+  const std::optional<LaunchEnv> env = launch_env();
+  return env ? fmt::format("[rank {}/{}] ", env->rank, env->world_size) : std::string();
+}
+
+void print_stats(const char* what, const VerifyStats& s) {
+  std::printf(
+      "%s%-34s buckets %6llu  params %8llu  items %9llu  bytes %12llu  max W %3u  "
+      "fp32/bf16/fp16 %llu/%llu/%llu  #wrong %llu  guard %llu  %s\n",
+      prefix().c_str(), what, static_cast<unsigned long long>(s.buckets),
+      static_cast<unsigned long long>(s.params), static_cast<unsigned long long>(s.chunks),
+      static_cast<unsigned long long>(s.bytes), s.max_world,
+      static_cast<unsigned long long>(s.by_dtype[0]),
+      static_cast<unsigned long long>(s.by_dtype[1]),
+      static_cast<unsigned long long>(s.by_dtype[2]), static_cast<unsigned long long>(s.wrong),
+      static_cast<unsigned long long>(s.guard_wrong),
+      s.wrong == 0 && s.guard_wrong == 0 ? "OK" : "FAILED");
+  std::fflush(stdout);
+}
+
+struct VerifyOptions {
+  VerifyConfig config;
+  std::uint32_t nccl_buckets = 200;
+  bool no_nccl = false;
+  bool no_kernel = false;
+  int max_gpus = 0;
+};
+
+int run_verify(const VerifyOptions& o) {
+  if (visible_gpus() == 0) {
+    std::fprintf(stderr, "zfetch-gpu: SKIP: no CUDA device visible\n");
+    return kExitSkip;
+  }
+  std::uint64_t wrong = 0;
+  const bool multiprocess = launch_env().has_value();
+  if (!o.no_kernel && !multiprocess) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const VerifyStats s = verify_kernel(o.config);
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    print_stats("fused kernel (W shards on 1 GPU)", s);
+    std::printf("  seed %llu, %.1f s\n", static_cast<unsigned long long>(o.config.seed), secs);
+    wrong += s.wrong + s.guard_wrong;
+  }
+  if (!o.no_nccl) {
+    NcclWorld world = make_world(o.max_gpus);
+    VerifyConfig c = o.config;
+    c.buckets = o.nccl_buckets;
+    const NcclVerifyStats s = verify_nccl(world, c);
+    const std::string mode =
+        fmt::format("{} rank(s), {}", world.world_size(),
+                    world.single_process() ? "1 process (ncclCommInitAll)" : "1 GPU per process");
+    std::printf("%snccl: %s\n", prefix().c_str(), mode.c_str());
+    print_stats("ncclAllGather flat buffer", s.all_gather);
+    print_stats("all-gather + per-slice memcpy", s.per_slice);
+    print_stats("all-gather + fused kernel", s.fused);
+    wrong += s.all_gather.wrong + s.per_slice.wrong + s.per_slice.guard_wrong + s.fused.wrong +
+             s.fused.guard_wrong;
+  }
+  std::printf("%s# wrong elements: %llu %s\n", prefix().c_str(),
+              static_cast<unsigned long long>(wrong), wrong == 0 ? "OK" : "FAILED");
+  return wrong == 0 ? kExitOk : kExitWrong;
+}
+
+double gbps(double bytes, const Timing& t) {
+  return t.median_ns > 0 ? bytes / t.median_ns : 0;
+}
+
+nlohmann::json section(const std::vector<TimedPoint>& pts, double bus_factor) {
+  nlohmann::json j;
+  const LinearFit alg = fit_alpha_bandwidth(pts, 1.0);
+  const LinearFit bus = fit_alpha_bandwidth(pts, bus_factor);
+  j["alpha_ns"] = bus_factor > 0 ? bus.alpha_ns : alg.alpha_ns;
+  j["busbw_GBps"] = bus.bandwidth_gbps;
+  j["algbw_GBps"] = alg.bandwidth_gbps;
+  j["alpha_algbw_ns"] = alg.alpha_ns;
+  j["busbw_factor"] = bus_factor;
+  nlohmann::json points = nlohmann::json::array();
+  for (const TimedPoint& p : pts) {
+    const double alg_bw = p.bytes / p.time_ns;
+    points.push_back({{"bytes", static_cast<std::uint64_t>(p.bytes)},
+                      {"time_ns", p.time_ns},
+                      {"algbw_GBps", alg_bw},
+                      {"busbw_GBps", alg_bw * bus_factor}});
+  }
+  j["points"] = points;
+  return j;
+}
+
+std::string today() {
+  const std::time_t now = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d", std::gmtime(&now));
+  return buf;
+}
+
+struct BenchOptions {
+  BenchConfig config;
+  std::string out;
+  std::string machine;
+  int max_gpus = 0;
+};
+
+int run_bench_cmd(const BenchOptions& o) {
+  if (visible_gpus() == 0) {
+    std::fprintf(stderr, "zfetch-gpu: SKIP: no CUDA device visible\n");
+    return kExitSkip;
+  }
+  NcclWorld world = make_world(o.max_gpus);
+  const BenchResult r = run_bench(world, o.config);
+  const int w = r.world;
+  // algbw = bytes / time and busbw = algbw * (W-1)/W for all-gather and reduce-scatter, as
+  // NVIDIA/nccl-tests doc/PERFORMANCE.md defines them (src/all_gather.cu AllGatherGetBw).
+  const double bus = allgather_bus_factor(w);
+  std::vector<TimedPoint> ag;
+  std::vector<TimedPoint> rs;
+  std::vector<TimedPoint> kern;
+  for (const SweepPoint& p : r.sweep) {
+    ag.push_back({static_cast<double>(p.gathered_bytes), p.all_gather.median_ns});
+    rs.push_back({static_cast<double>(p.gathered_bytes), p.reduce_scatter.median_ns});
+    kern.push_back({static_cast<double>(p.bytes), p.kernel.median_ns});
+  }
+  const SweepPoint& big = r.sweep.back();
+  nlohmann::json j;
+  j["format"] = "zfetch-calibration";
+  j["version"] = 1;
+  j["machine"] = o.machine.empty() ? fmt::format("{}x{} {}", w, 1, r.device) : o.machine;
+  j["source"] = fmt::format("zfetch-gpu bench, {}", today());
+  j["world_size"] = w;
+  j["allgather"] = section(ag, bus);
+  j["gather_kernel"] = section(kern, 1.0);
+  j["gather_kernel"]["simulated_world"] = r.sim_world;
+  j["d2d_copy_GBps"] = gbps(static_cast<double>(big.bytes), big.memcpy_d2d);
+  j["h2d"] = {{"bandwidth_GBps", gbps(static_cast<double>(r.h2d_bytes), r.h2d)},
+              {"bytes", r.h2d_bytes},
+              {"time_ns", r.h2d.median_ns}};
+  nlohmann::json rsj = section(rs, bus);
+  j["reduce_scatter"] = rsj;
+  const SmallParamsPoint& s = r.small;
+  j["small_params_bucket"] = {{"params", s.params},
+                              {"bytes", s.bytes},
+                              {"memcpys_per_gather", s.copies},
+                              {"kernel_ns", s.kernel_world.median_ns},
+                              {"kernel_sim_world_ns", s.kernel_sim.median_ns},
+                              {"memcpy_d2d_ns", s.memcpy_d2d.median_ns},
+                              {"allgather_plus_memcpys_ns", s.ag_copies.median_ns},
+                              {"allgather_plus_kernel_ns", s.ag_kernel.median_ns}};
+  j["notes"] = fmt::format(
+      "bytes: allgather = gathered output (W*rank input), reduce_scatter = input, gather_kernel ="
+      " real param bytes reassembled from {} simulated ranks' shards on one GPU; medians of {} "
+      "samples after warm-up, buffers rotated over 4x L2. busbw = algbw*(W-1)/W "
+      "(nccl-tests doc/PERFORMANCE.md); with W=1 it is 0 and algbw_GBps/alpha_algbw_ns carry the "
+      "fit.",
+      r.sim_world, o.config.samples);
+  if (!o.out.empty()) {
+    std::ofstream f(o.out);
+    f << j.dump(2) << "\n";
+    if (!f) {
+      std::fprintf(stderr, "zfetch-gpu: error: cannot write '%s'\n", o.out.c_str());
+      return kExitUsage;
+    }
+  }
+  std::printf(
+      "# device %s, NCCL ranks %d, kernel gathers %u simulated ranks' shards; medians (us)\n",
+      r.device.c_str(), w, r.sim_world);
+  std::printf("# %12s %6s %9s %9s %7s %9s %9s %9s %9s %9s %8s %8s\n", "bytes", "params", "memcpy",
+              "kernel", "k/copy", "allgath", "ag+cpys", "ag+kern", "redscat", "ag_algbw",
+              "ag_busbw", "kern_GBps");
+  bool pass95 = true;
+  for (const SweepPoint& p : r.sweep) {
+    const double ratio = p.memcpy_d2d.median_ns / p.kernel.median_ns;
+    if (p.bytes >= (64ULL << 20) && ratio < 0.95) {
+      pass95 = false;
+    }
+    std::printf("  %12llu %6u %9.2f %9.2f %6.1f%% %9.2f %9.2f %9.2f %9.2f %9.1f %8.1f %8.1f\n",
+                static_cast<unsigned long long>(p.bytes), p.params, p.memcpy_d2d.median_ns / 1e3,
+                p.kernel.median_ns / 1e3, 100.0 * ratio, p.all_gather.median_ns / 1e3,
+                p.ag_copies.median_ns / 1e3, p.ag_kernel.median_ns / 1e3,
+                p.reduce_scatter.median_ns / 1e3,
+                gbps(static_cast<double>(p.gathered_bytes), p.all_gather),
+                gbps(static_cast<double>(p.gathered_bytes), p.all_gather) * bus,
+                gbps(static_cast<double>(p.bytes), p.kernel));
+  }
+  std::printf("# small-params bucket: %u params, %llu bytes, %llu memcpys per gather\n", s.params,
+              static_cast<unsigned long long>(s.bytes), static_cast<unsigned long long>(s.copies));
+  std::printf(
+      "  kernel (W=%d layout) %.2f us | kernel (W=%u sim) %.2f us | memcpy %.2f us | "
+      "allgather+memcpys %.2f us | allgather+kernel %.2f us | speedup %.1fx (kernel) "
+      "%.1fx (ag+kernel)\n",
+      w, s.kernel_world.median_ns / 1e3, r.sim_world, s.kernel_sim.median_ns / 1e3,
+      s.memcpy_d2d.median_ns / 1e3, s.ag_copies.median_ns / 1e3, s.ag_kernel.median_ns / 1e3,
+      s.ag_copies.median_ns / s.kernel_world.median_ns,
+      s.ag_copies.median_ns / s.ag_kernel.median_ns);
+  std::printf(
+      "# h2d pinned %.1f GB/s | d2d copy %.1f GB/s | allgather alpha %.2f us algbw %.1f "
+      "busbw %.1f GB/s | kernel alpha %.2f us %.1f GB/s | kernel >= 95%% of memcpy for "
+      ">= 64 MiB: %s\n",
+      gbps(static_cast<double>(r.h2d_bytes), r.h2d),
+      gbps(static_cast<double>(big.bytes), big.memcpy_d2d),
+      j["allgather"]["alpha_algbw_ns"].get<double>() / 1e3,
+      j["allgather"]["algbw_GBps"].get<double>(), j["allgather"]["busbw_GBps"].get<double>(),
+      j["gather_kernel"]["alpha_ns"].get<double>() / 1e3,
+      j["gather_kernel"]["algbw_GBps"].get<double>(), pass95 ? "yes" : "NO");
+  return kExitOk;
+}
+
+// Starts `n` copies of this program with RANK/WORLD_SIZE/LOCAL_RANK/ZFETCH_RENDEZVOUS set (what
+// mpirun or torchrun would do), waits for all, and returns the worst exit status.
+int run_launch(int n, const std::vector<std::string>& args) {
+  const std::string file =
+      fmt::format("/tmp/zfetch-gpu-rendezvous-{}-{}", static_cast<long>(getpid()),
+                  std::chrono::steady_clock::now().time_since_epoch().count());
+  std::vector<pid_t> children;
+  for (int r = 0; r < n; ++r) {
+    const pid_t pid = fork();
+    if (pid < 0) {
+      std::perror("zfetch-gpu: fork");
+      return kExitError;
+    }
+    if (pid == 0) {
+      setenv("RANK", std::to_string(r).c_str(), 1);
+      setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
+      setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
+      setenv("LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
+      setenv("ZFETCH_RENDEZVOUS", file.c_str(), 1);
+      setenv("NCCL_NVLS_ENABLE", "0", 0);  // never NVLink multicast (KINDS.md)
+      std::vector<char*> argv;
+      std::string self = "/proc/self/exe";
+      argv.push_back(self.data());
+      std::vector<std::string> copy = args;
+      for (std::string& a : copy) {
+        argv.push_back(a.data());
+      }
+      argv.push_back(nullptr);
+      execv("/proc/self/exe", argv.data());
+      std::perror("zfetch-gpu: execv");
+      _exit(kExitError);
+    }
+    children.push_back(pid);
+  }
+  int worst = 0;
+  for (const pid_t pid : children) {
+    int status = 0;
+    if (waitpid(pid, &status, 0) < 0) {
+      worst = kExitError;
+      continue;
+    }
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : kExitError;
+    worst = std::max(worst, code);
+  }
+  std::remove(file.c_str());
+  return worst;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"zfetch-gpu: exact checks and timings of ZeRO-3 parameter gathers on GPUs"};
+  app.require_subcommand(1);
+  std::function<int()> action;
+
+  VerifyOptions vo;
+  CLI::App* verify = app.add_subcommand("verify", "randomized exact data check (#wrong must be 0)");
+  verify->add_option("--buckets", vo.config.buckets, "randomized buckets for the fused kernel");
+  verify->add_option("--seed", vo.config.seed, "seed of the bucket stream and the data");
+  verify->add_option("--max-world", vo.config.max_world, "largest simulated world size")
+      ->check(CLI::Range(1, 4096));
+  verify->add_option("--max-elems", vo.config.max_elems, "largest bucket, in elements");
+  verify->add_option("--threads", vo.config.threads, "host threads for the kernel check")
+      ->check(CLI::Range(1, 64));
+  verify->add_option("--nccl-buckets", vo.nccl_buckets, "buckets through NCCL on all GPUs");
+  verify->add_option("--max-gpus", vo.max_gpus, "use at most this many local GPUs (0: all)");
+  verify->add_flag("--no-nccl", vo.no_nccl, "skip the NCCL check");
+  verify->add_flag("--no-kernel", vo.no_kernel, "skip the single-GPU kernel check");
+  verify->callback([&] { action = [&] { return run_verify(vo); }; });
+
+  BenchOptions bo;
+  CLI::App* bench = app.add_subcommand("bench", "time kernel, memcpy and NCCL; write calibration");
+  bench->add_option("--out", bo.out, "calibration JSON to write");
+  bench->add_option("--machine", bo.machine, "machine name recorded in the calibration file");
+  bench->add_option("--min-bytes", bo.config.min_bytes, "smallest bucket");
+  bench->add_option("--max-bytes", bo.config.max_bytes, "largest bucket");
+  bench->add_option("--samples", bo.config.samples, "timed samples per point")
+      ->check(CLI::Range(1, 1000));
+  bench->add_option("--sim-world", bo.config.sim_world, "simulated ranks for the kernel")
+      ->check(CLI::Range(1, 1024));
+  bench->add_option("--max-gpus", bo.max_gpus, "use at most this many local GPUs (0: all)");
+  bench->callback([&] { action = [&] { return run_bench_cmd(bo); }; });
+
+  int nproc = 1;
+  std::vector<std::string> rest;
+  CLI::App* launch = app.add_subcommand(
+      "launch", "run `zfetch-gpu ARGS...` as N processes, one GPU each (file rendezvous)");
+  launch->add_option("-n,--nproc", nproc, "processes")->required()->check(CLI::Range(1, 1024));
+  launch->add_option("args", rest, "subcommand and its options, after --")->required();
+  launch->callback([&] { action = [&] { return run_launch(nproc, rest); }; });
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  try {
+    return action ? action() : kExitUsage;
+  } catch (const GpuError&) {
+    return kExitError;  // already reported with file:line
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "zfetch-gpu: error: %s\n", e.what());
+    return kExitError;
+  }
+}
