@@ -3,8 +3,17 @@
 
 #include <fmt/format.h>
 
+#include <bit>
+#include <cstring>
+
+#include "trace/json_escape.h"
+
 namespace zfetch::trace {
 namespace {
+
+// json_special_mask finds the first special byte with countr_zero, which needs the lowest
+// address in the lowest bits.
+static_assert(std::endian::native == std::endian::little, "the string scan assumes little-endian");
 
 bool is_digit(char c) {
   return c >= '0' && c <= '9';
@@ -92,38 +101,63 @@ void FlatJsonParser::skip_whitespace() {
   }
 }
 
-// Parses a string starting at the opening quote; unescapes in place.
+// Parses a string starting at the opening quote. The fast path finds the closing quote 8 bytes
+// at a time and returns a view of the line as it is; only a string with an escape is rewritten
+// (unescaped in place, since an escape is never shorter than what it stands for).
 bool FlatJsonParser::parse_string(std::string_view& out) {
   char* const quote = p_;
-  ++p_;
-  char* const start = p_;
-  char* write = p_;
+  char* const start = p_ + 1;
+  char* p = start;
+  char* const end = end_;  // a local, so that writes through `char*` don't force reloads
+  while (end - p >= 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, p, 8);
+    const uint64_t mask = json_special_mask(word);
+    if (mask != 0) {
+      p += std::countr_zero(mask) / 8;  // the lowest flagged byte is exact
+      break;
+    }
+    p += 8;
+  }
+  if (end - p < 8) {
+    while (p != end && *p != '"' && *p != '\\' && static_cast<unsigned char>(*p) >= 0x20) {
+      ++p;
+    }
+  }
+  if (p != end && *p == '"') {
+    out = std::string_view(start, static_cast<size_t>(p - start));
+    p_ = p + 1;
+    return true;
+  }
+  // Slow path: an escape or a control character at `p`.
+  char* write = p;
   while (true) {
-    if (p_ == end_) {
+    if (p == end) {
       p_ = quote;  // point at where the string began
       fail("unterminated string");
       return false;
     }
-    const char c = *p_;
+    const char c = *p;
     if (c == '"') {
-      ++p_;
+      ++p;
       break;
     }
     if (static_cast<unsigned char>(c) < 0x20) {
-      fail(fmt::format("control character {} in a string (escape it)", describe(p_, end_)));
+      p_ = p;
+      fail(fmt::format("control character {} in a string (escape it)", describe(p, end)));
       return false;
     }
     if (c != '\\') {
-      *write++ = *p_++;
+      *write++ = *p++;
       continue;
     }
-    ++p_;
-    if (p_ == end_) {
+    ++p;
+    if (p == end) {
       p_ = quote;
       fail("unterminated string");
       return false;
     }
-    const char escape = *p_++;
+    const char escape = *p++;
     switch (escape) {
     case '"':
       *write++ = '"';
@@ -152,37 +186,39 @@ bool FlatJsonParser::parse_string(std::string_view& out) {
     case 'u': {
       uint32_t code = 0;
       for (int i = 0; i < 4; ++i) {
-        const int digit = p_ == end_ ? -1 : hex_value(*p_);
+        const int digit = p == end ? -1 : hex_value(*p);
         if (digit < 0) {
+          p_ = p;
           fail_expected("4 hex digits after '\\u'");
           return false;
         }
         code = code * 16 + static_cast<uint32_t>(digit);
-        ++p_;
+        ++p;
       }
-      // A high surrogate must be followed by \uDC00-\uDFFF; together they make one code point.
-      if (code >= 0xD800 && code <= 0xDBFF && end_ - p_ >= 6 && p_[0] == '\\' && p_[1] == 'u') {
+      // A high surrogate followed by \uDC00-\uDFFF makes one code point.
+      if (code >= 0xD800 && code <= 0xDBFF && end - p >= 6 && p[0] == '\\' && p[1] == 'u') {
         uint32_t low = 0;
         bool ok = true;
         for (int i = 2; i < 6; ++i) {
-          const int digit = hex_value(p_[i]);
+          const int digit = hex_value(p[i]);
           ok = ok && digit >= 0;
           low = low * 16 + static_cast<uint32_t>(digit < 0 ? 0 : digit);
         }
         if (ok && low >= 0xDC00 && low <= 0xDFFF) {
           code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
-          p_ += 6;
+          p += 6;
         }
       }
       write = put_utf8(code, write);
       break;
     }
     default:
-      p_ -= 2;  // point at the backslash
+      p_ = p - 2;  // point at the backslash
       fail(fmt::format("invalid escape '\\{}' in a string", escape));
       return false;
     }
   }
+  p_ = p;
   out = std::string_view(start, static_cast<size_t>(write - start));
   return true;
 }

@@ -1,0 +1,66 @@
+// Perftest: TraceReader events/s on a trace file written by TraceWriter, and its peak RSS
+// (the reader streams, so RSS must not grow with the file).
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "tests/perf/perf_events.h"
+#include "tests/perf/perf_util.h"
+#include "trace/reader.h"
+#include "trace/writer.h"
+
+int main(int argc, char** argv) {
+  using zfetch::perf::report;
+  const uint64_t total = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 10'000'000;
+  const std::string path = argc > 2 ? argv[2] : "/tmp/zfetch_reader_perftest.jsonl";
+  {
+    zfetch::perf::EventNames names;
+    std::vector<zfetch::trace::Event> window = zfetch::perf::make_events(6 * 48 * 16, names);
+    std::FILE* out = std::fopen(path.c_str(), "wb");
+    if (out == nullptr) {
+      std::perror(path.c_str());
+      return 1;
+    }
+    zfetch::trace::TraceWriter writer(out, {1, "bench", 2, "resident-skip"});
+    for (uint64_t i = 0; i < total; ++i) {
+      zfetch::trace::Event& e = window[i % window.size()];
+      e.seq = i;
+      writer.on_event(e);
+    }
+    if (!writer.flush()) {
+      std::fprintf(stderr, "%s: write failed\n", path.c_str());
+      return 1;
+    }
+    std::fclose(out);
+  }
+  const double rss_before = zfetch::perf::peak_rss_mib();
+  std::ifstream in(path, std::ios::binary);
+  zfetch::trace::TraceReader reader(in, path);
+  const double cpu_start = zfetch::perf::thread_cpu_seconds();
+  const auto start = std::chrono::steady_clock::now();
+  uint64_t count = 0;
+  int64_t checksum = 0;  // keeps the loop from being optimized away
+  if (reader.read_header()) {
+    while (const zfetch::trace::Event* e = reader.next()) {
+      checksum += e->t_ns + static_cast<int64_t>(e->module.size());
+      ++count;
+    }
+  }
+  const double wall_seconds = zfetch::perf::seconds_since(start);
+  const double seconds = zfetch::perf::thread_cpu_seconds() - cpu_start;
+  if (reader.error() || count != total) {
+    std::fprintf(stderr, "%s: read %llu of %llu events%s%s\n", path.c_str(),
+                 static_cast<unsigned long long>(count), static_cast<unsigned long long>(total),
+                 reader.error() ? ": " : "", reader.error() ? reader.error()->message.c_str() : "");
+    return 1;
+  }
+  std::remove(path.c_str());
+  report("trace_reader", "events/s", static_cast<double>(count) / seconds, "ev/s");
+  report("trace_reader", "ns/event", seconds * 1e9 / static_cast<double>(count), "ns");
+  report("trace_reader", "events/s (wall clock)", static_cast<double>(count) / wall_seconds,
+         "ev/s");
+  report("trace_reader", "peak RSS growth", zfetch::perf::peak_rss_mib() - rss_before, "MiB");
+  return checksum == 0 ? 1 : 0;
+}
