@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model/scenario.h"
 #include "trace/event.h"
@@ -53,7 +54,7 @@ struct Failure {
 struct RunStats {
   uint64_t events = 0;
   uint64_t fetches = 0;
-  uint64_t gathers = 0;          ///< coalesced gather calls (fetch + prefetch)
+  uint64_t gathers = 0;  ///< coalesced gather calls (fetch + prefetch)
   uint64_t gathered_params = 0;
   int64_t gathered_bytes = 0;
   uint64_t getter_gathers = 0;
@@ -67,6 +68,7 @@ struct Outcome {
   int64_t invalidations = 0;
   std::optional<Failure> failure;
   RunStats stats;
+  std::vector<std::string> warnings;  ///< log_trace_cache_warnings texts (rank 0, at most 100)
 };
 
 struct Options {

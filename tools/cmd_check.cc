@@ -1,17 +1,140 @@
-// zfetch check (placeholder until its implementation lands).
-#include <cstdio>
+// zfetch check FILES...: run each scenario under each policy of its expect block.
+#include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sim/simulator.h"
 #include "tools/commands.h"
+#include "tools/outcome_report.h"
+#include "tools/scenario_input.h"
+#include "trace/names.h"
 
 namespace zfetch::tools {
+namespace {
+
+struct CheckOptions {
+  std::vector<std::string> paths;
+  bool verbose = false;
+};
+
+// Scenario files named directly, or found (sorted, recursively) in named directories.
+std::vector<std::string> collect(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (!fs::is_directory(path, ec)) {
+      files.push_back(path);
+      continue;
+    }
+    std::vector<std::string> found;
+    for (const auto& entry : fs::recursive_directory_iterator(path, ec)) {
+      const std::string ext = entry.path().extension().string();
+      if (entry.is_regular_file() && (ext == ".yaml" || ext == ".yml")) {
+        found.push_back(entry.path().generic_string());
+      }
+    }
+    std::sort(found.begin(), found.end());  // directory order is not deterministic
+    files.insert(files.end(), found.begin(), found.end());
+  }
+  return files;
+}
+
+// Every difference between what the expect block says and what happened.
+std::vector<std::string> differences(const model::Scenario& scenario,
+                                     const model::Expectation& want, const sim::Outcome& got) {
+  std::vector<std::string> diffs;
+  const std::string_view outcome = format_as(got.kind);
+  if (want.outcome != outcome) {
+    diffs.push_back(fmt::format("outcome: expected {}, got {}", want.outcome, outcome));
+  }
+  if (want.invalidations && *want.invalidations != got.invalidations) {
+    diffs.push_back(
+        fmt::format("invalidations: expected {}, got {}", *want.invalidations, got.invalidations));
+  }
+  const sim::Failure* f = got.failure ? &*got.failure : nullptr;
+  auto field = [&](const char* name, bool present, const std::string& want_value,
+                   const std::string& got_value) {
+    if (present && want_value != got_value) {
+      diffs.push_back(fmt::format("{}: expected {}, got {}", name, want_value, got_value));
+    }
+  };
+  const std::string none = "(none)";
+  field("phase", want.phase.has_value(), want.phase.value_or(""),
+        f ? std::string(format_as(f->phase)) : none);
+  field("module", want.module.has_value(), fmt::format("'{}'", want.module.value_or("")),
+        f && f->module != model::kNone
+            ? fmt::format("'{}'", scenario.modules[f->module].qualified_name)
+            : none);
+  field("step", want.step.has_value(), std::to_string(want.step.value_or(0)),
+        f ? std::to_string(f->trace_step) : none);
+  field("micro_step", want.micro_step.has_value(), std::to_string(want.micro_step.value_or(0)),
+        f ? std::to_string(f->micro_step) : none);
+  field("engine", want.engine.has_value(), std::to_string(want.engine.value_or(0)),
+        f ? std::to_string(f->engine) : none);
+  return diffs;
+}
+
+int check(const CheckOptions& options) {
+  int passed = 0;
+  int failed = 0;
+  bool bad_input = false;
+  for (const std::string& file : collect(options.paths)) {
+    const std::optional<model::Scenario> scenario = load_or_report(file);
+    if (!scenario) {
+      bad_input = true;
+      ++failed;
+      continue;
+    }
+    if (scenario->expectations.empty()) {
+      std::printf("FAIL %s: no expect block\n", file.c_str());
+      ++failed;
+      continue;
+    }
+    for (const model::PolicyExpectation& expectation : scenario->expectations) {
+      const std::optional<sim::Discovery> discovery = sim::parse_discovery(expectation.policy);
+      sim::Options sim_options;
+      sim_options.discovery = discovery.value_or(sim::Discovery::ResidentSkip);
+      trace::NullSink sink;
+      const sim::Outcome outcome = sim::simulate(*scenario, sim_options, sink);
+      const std::vector<std::string> diffs = differences(*scenario, expectation.expect, outcome);
+      const std::string summary = outcome_summary(*scenario, outcome);
+      if (diffs.empty()) {
+        ++passed;
+        if (options.verbose) {
+          std::printf("PASS %s [%s]: %s\n", file.c_str(), expectation.policy.c_str(),
+                      summary.c_str());
+        }
+      } else {
+        ++failed;
+        std::printf("FAIL %s [%s]: %s\n", file.c_str(), expectation.policy.c_str(),
+                    summary.c_str());
+        for (const std::string& d : diffs) {
+          std::printf("  %s\n", d.c_str());
+        }
+      }
+    }
+  }
+  std::printf("%d passed, %d failed\n", passed, failed);
+  if (bad_input) {
+    return kExitBadInput;
+  }
+  return failed > 0 ? kExitMismatch : kExitOk;
+}
+
+}  // namespace
 
 void setup_check(CLI::App& sub, std::function<int()>& action) {
-  sub.callback([&action] {
-    action = [] {
-      std::fputs("zfetch check: not implemented yet\n", stderr);
-      return kExitBadInput;
-    };
-  });
+  auto options = std::make_shared<CheckOptions>();
+  sub.add_option("paths", options->paths, "scenario files or directories (searched for *.yaml)")
+      ->required();
+  sub.add_flag("-v,--verbose", options->verbose, "also list the runs that passed");
+  sub.callback([&action, options] { action = [options] { return check(*options); }; });
 }
 
 }  // namespace zfetch::tools

@@ -1,0 +1,40 @@
+// The collectives one simulated rank issues, in order, for the cross-rank comparison (10.15).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace zfetch::sim {
+
+enum class CollectiveKind : uint8_t {
+  AgreeModules,  ///< assert_ints_same_as_other_ranks on the recorded module ids
+  AgreeParams,   ///< ... on the param ids of the built trace
+  AgreeSteps,    ///< ... on the step ids of the built trace
+  Gather,        ///< a coordinator all-gather (payload: ds_ids, sorted)
+  GetterGather,  ///< a synchronous all-gather outside the coordinator
+  PersistentGather,
+};
+
+struct Collective {
+  CollectiveKind kind;
+  std::vector<int64_t> payload;
+};
+
+/// Records collectives when enabled (only when ranks can diverge; a symmetric run skips it).
+class CollectiveLog {
+ public:
+  explicit CollectiveLog(bool enabled) : enabled_(enabled) {}
+  [[nodiscard]] bool enabled() const { return enabled_; }
+  void add(CollectiveKind kind, std::vector<int64_t> payload) {
+    if (enabled_) {
+      entries_.push_back({kind, std::move(payload)});
+    }
+  }
+  [[nodiscard]] const std::vector<Collective>& entries() const { return entries_; }
+
+ private:
+  bool enabled_;
+  std::vector<Collective> entries_;
+};
+
+}  // namespace zfetch::sim

@@ -1,0 +1,521 @@
+// The coordinator's trace, fetch, prefetch and release rules (semantics 2.9-2.11, 3, 4).
+#include "sim/coordinator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/ds_format.h"
+#include "sim/explain.h"
+
+namespace zfetch::sim {
+namespace {
+
+using trace::EventKind;
+
+// most_recent's default for params not popped in this pass (partitioned_param_coordinator.py).
+constexpr int64_t kNeverFetched = -10'000'000'000;
+
+}  // namespace
+
+Coordinator::Coordinator(const model::Scenario& scenario, ParamState& params, ModuleState& modules,
+                         Emitter& emitter, CollectiveLog& collectives, const History& history,
+                         Discovery discovery)
+    : scenario_(scenario),
+      config_(scenario.config.zero),
+      params_(params),
+      modules_(modules),
+      emitter_(emitter),
+      collectives_(collectives),
+      history_(history),
+      discovery_(discovery) {
+  const size_t n = scenario.params.size();
+  most_recent_.assign(n, kNeverFetched);
+  most_recent_epoch_.assign(n, 0);
+  mark_.assign(n, 0);
+  list_scratch_.reserve(n);
+  gather_scratch_.reserve(n);
+  need_scratch_.reserve(n);
+  got_scratch_.reserve(n);
+  popped_scratch_.reserve(n);
+  release_scratch_.reserve(n);
+  inflight_params_.reserve(n);
+  active_backward_.reserve(scenario.modules.size());
+}
+
+std::span<const ParamIndex> Coordinator::param_list(ModuleIndex m) {
+  list_scratch_.clear();
+  ++mark_epoch_;
+  auto add = [&](ParamIndex p) {
+    if (mark_[p] != mark_epoch_) {
+      mark_[p] = mark_epoch_;
+      list_scratch_.push_back(p);
+    }
+  };
+  for (ParamIndex p : modules_.own_params[m]) {
+    add(p);
+  }
+  for (ParamIndex p : modules_.externals[m]) {
+    add(p);
+  }
+  return list_scratch_;
+}
+
+int64_t Coordinator::most_recent(ParamIndex p) const {
+  return most_recent_epoch_[p] == epoch_ ? most_recent_[p] : kNeverFetched;
+}
+
+void Coordinator::set_most_recent(ParamIndex p, int64_t s) {
+  most_recent_epoch_[p] = epoch_;
+  most_recent_[p] = s;
+}
+
+void Coordinator::raise(OutcomeKind kind, std::string message, std::string explanation,
+                        ModuleIndex module) {
+  Failure failure;
+  failure.module = module;
+  failure.message = std::move(message);
+  failure.explanation = std::move(explanation);
+  failure.phase = emitter_.context.phase;
+  failure.rank = emitter_.context.rank;
+  failure.engine = emitter_.context.engine;
+  failure.step = emitter_.context.step;
+  failure.micro_step = emitter_.context.micro_step;
+  failure.trace_step = step_id_;
+  throw Raised{kind, std::move(failure)};
+}
+
+// ---- pass boundaries and the trace (2.10, 3.1, 3.2) ----
+
+void Coordinator::agree(CollectiveKind kind, std::vector<int64_t> values) {
+  collectives_.add(kind, std::move(values));
+}
+
+void Coordinator::reset_step() {
+  emitter_.emit(EventKind::PassStart);
+  clean_inflight_registry();
+  if (mode_ != TraceMode::Complete) {
+    if (collectives_.enabled()) {
+      std::vector<int64_t> ids;
+      for (const Occurrence& o : submodule_order_) {
+        ids.push_back(modules_.ds_id[o.module]);
+      }
+      agree(CollectiveKind::AgreeModules, std::move(ids));
+    }
+    if (mode_ == TraceMode::Record) {
+      // Build the param trace from the occurrences, with each module's params as they are
+      // now: externals discovered late in the RECORD pass apply to every occurrence (3.2).
+      param_order_.clear();
+      for (const Occurrence& o : submodule_order_) {
+        std::span<const ParamIndex> list = param_list(o.module);
+        gather_scratch_.assign(list.begin(), list.end());
+        std::sort(gather_scratch_.begin(), gather_scratch_.end(),
+                  [&](ParamIndex a, ParamIndex b) { return params_.ds_id[a] < params_.ds_id[b]; });
+        for (ParamIndex p : gather_scratch_) {
+          param_order_.push_back({p, o.step});
+        }
+      }
+      if (collectives_.enabled()) {
+        std::vector<int64_t> ids;
+        std::vector<int64_t> steps;
+        for (const QueueEntry& e : param_order_) {
+          ids.push_back(params_.ds_id[e.param]);
+          steps.push_back(e.step);
+        }
+        agree(CollectiveKind::AgreeParams, std::move(ids));
+        agree(CollectiveKind::AgreeSteps, std::move(steps));
+      }
+      mode_ = TraceMode::Complete;
+      emitter_.emit_count(EventKind::TraceComplete, static_cast<int64_t>(param_order_.size()));
+    } else {
+      mode_ = TraceMode::Record;
+      emitter_.emit(EventKind::TraceRecord);
+    }
+  }
+  queue_head_ = 0;
+  queue_valid_ = mode_ == TraceMode::Complete;
+  ++epoch_;  // most_recent cleared
+  step_id_ = 0;
+  n_available_ = 0;
+}
+
+void Coordinator::invalidate(std::string warning) {
+  mode_ = TraceMode::Invalid;
+  submodule_order_.clear();
+  param_order_.clear();
+  ++epoch_;
+  queue_valid_ = false;
+  queue_head_ = 0;
+  clean_inflight_registry();
+  ++invalidations_;
+  if (config_.log_trace_cache_warnings && emitter_.context.rank == 0 && warnings_.size() < 100) {
+    warnings_.push_back(std::move(warning));
+  }
+}
+
+void Coordinator::prologue_and_record(ModuleIndex m) {
+  if (mode_ == TraceMode::Complete) {
+    const auto order_size = static_cast<int32_t>(submodule_order_.size());
+    if (step_id_ >= order_size) {
+      emitter_.emit(EventKind::TraceInvalidate, m, model::kNone, step_id_);
+      invalidate(
+          fmt::format("Invalidate trace cache @ step {} and module {}: cache has only {} "
+                      "modules",
+                      step_id_, modules_.ds_id[m], order_size));
+    } else if (submodule_order_[static_cast<size_t>(step_id_)].module != m) {
+      const ModuleIndex expected = submodule_order_[static_cast<size_t>(step_id_)].module;
+      emitter_.emit(EventKind::TraceInvalidate, m, model::kNone, step_id_);
+      invalidate(
+          fmt::format("Invalidate trace cache @ step {}: expected module {}, but got "
+                      "module {}",
+                      step_id_, modules_.ds_id[expected], modules_.ds_id[m]));
+    }
+  }
+  if (mode_ == TraceMode::Record) {
+    submodule_order_.push_back({m, step_id_});
+  }
+}
+
+// ---- gathers, waits, partitions (1.1, 4.5, 4.6) ----
+
+void Coordinator::gather(std::span<const ParamIndex> ps, EventKind kind) {
+  const int64_t group = next_group_++;
+  ++emitter_.stats.gathers;
+  std::vector<int64_t> ids;
+  for (ParamIndex p : ps) {
+    params_.status[p] = Status::Inflight;
+    params_.inflight_group[p] = group;
+    inflight_params_.push_back(p);
+    n_available_ += params_.numel[p];
+    emitter_.emit(kind, model::kNone, p, -1, group);
+    ++emitter_.stats.gathered_params;
+    emitter_.stats.gathered_bytes += params_.bytes[p];
+    if (collectives_.enabled()) {
+      ids.push_back(params_.ds_id[p]);
+    }
+  }
+  collectives_.add(CollectiveKind::Gather, std::move(ids));
+}
+
+void Coordinator::wait(ParamIndex p) {
+  const int64_t group = params_.inflight_group[p];
+  params_.inflight_group[p] = -1;
+  emitter_.emit(EventKind::Wait, model::kNone, p, -1, group);
+  // One handle completes every param of its coalesced gather (AllGatherCoalescedHandle.wait).
+  for (ParamIndex q : inflight_params_) {
+    if (params_.inflight_group[q] == group || q == p) {
+      if (params_.status[q] == Status::Inflight) {
+        params_.status[q] = Status::Available;
+      }
+    }
+  }
+}
+
+void Coordinator::partition(ParamIndex p, EventKind kind) {
+  if (scenario_.zenflow && params_.multi_dim[p] && params_.compute_layout[p]) {
+    raise(OutcomeKind::Error,
+          fmt::format("ZenFlow layout defect: {} is partitioned while in compute (transposed) "
+                      "layout",
+                      scenario_.params[p].qualified_name),
+          "An unmatched transpose left the parameter in compute layout when it was released, so "
+          "its partitions are stored transposed. This is the defect PR #8875 fixes: run with "
+          "--discovery residency-independent to use the fixed ZenFlow hooks.");
+  }
+  params_.status[p] = Status::NotAvailable;
+  emitter_.emit(kind, model::kNone, p);
+  ++emitter_.stats.releases;
+}
+
+void Coordinator::release_param(ParamIndex p) {
+  if (params_.status[p] == Status::Available && params_.consumers[p].empty()) {
+    partition(p, EventKind::Release);
+    n_available_ -= params_.numel[p];
+  }
+}
+
+void Coordinator::clean_inflight_registry() {
+  for (ParamIndex p : inflight_params_) {
+    if (params_.inflight_group[p] >= 0) {
+      wait(p);
+      release_param(p);
+    }
+  }
+  inflight_params_.clear();
+}
+
+void Coordinator::gather_sync(ParamIndex p, EventKind kind) {
+  params_.status[p] = Status::Available;
+  emitter_.emit(kind, model::kNone, p);
+  ++emitter_.stats.getter_gathers;
+  emitter_.stats.gathered_bytes += params_.bytes[p];
+  collectives_.add(kind == EventKind::PersistentGather ? CollectiveKind::PersistentGather
+                                                       : CollectiveKind::GetterGather,
+                   {params_.ds_id[p]});
+}
+
+// ---- fetch (4.1) ----
+
+void Coordinator::fetch(ModuleIndex m, bool forward, bool in_graph_task) {
+  emitter_.emit(EventKind::Fetch, m, model::kNone, step_id_);
+  ++emitter_.stats.fetches;
+  if (!forward &&
+      std::find(active_backward_.begin(), active_backward_.end(), m) == active_backward_.end()) {
+    active_backward_.push_back(m);
+  }
+  const std::span<const ParamIndex> list = param_list(m);
+
+  gather_scratch_.clear();
+  int64_t partition_total = 0;
+  for (ParamIndex p : list) {
+    if (params_.status[p] == Status::NotAvailable) {
+      gather_scratch_.push_back(p);
+      partition_total += params_.partition_numel[p];
+    }
+  }
+  if (partition_total > 0) {
+    // Coalesced gathers list their params sorted by ds_id (4.6).
+    std::sort(gather_scratch_.begin(), gather_scratch_.end(),
+              [&](ParamIndex a, ParamIndex b) { return params_.ds_id[a] < params_.ds_id[b]; });
+    gather(gather_scratch_, EventKind::Gather);
+  }
+
+  const int64_t module_id = modules_.ds_id[m];
+  const bool attribute = forward && in_graph_task && !active_backward_.empty();
+  for (ParamIndex p : list) {
+    params_.consumers[p].insert(module_id);
+    if (attribute && params_.frozen[p]) {
+      // Recompute attribution to the most recently inserted active-backward module (2.8).
+      const ModuleIndex owner = active_backward_.back();
+      std::vector<ParamIndex>& recompute = modules_.recompute[owner];
+      if (std::find(recompute.begin(), recompute.end(), p) == recompute.end()) {
+        recompute.push_back(p);
+      }
+      params_.consumers[p].insert(modules_.ds_id[owner]);
+      params_.attributed_owner[p] = modules_.ds_id[owner];
+      emitter_.emit(EventKind::RecomputeAttach, owner, p);
+    }
+    if (params_.inflight_group[p] >= 0) {
+      wait(p);
+    }
+    if (params_.status[p] != Status::Available) {
+      // The fetch wait loop's assertion: its text is the param's ds_summary() (3.4 #9).
+      raise(OutcomeKind::InflightParams, ds_summary(scenario_, params_, p, false),
+            fmt::format("{} was not available after the fetch of module '{}': a NOT_AVAILABLE "
+                        "parameter with no elements to gather is never gathered (4.1 step 4).",
+                        scenario_.params[p].qualified_name, scenario_.modules[m].qualified_name),
+            m);
+    }
+  }
+
+  if (mode_ == TraceMode::Complete) {
+    queue_check(m, list);
+    if (config_.prefetch_bucket_size > 0) {
+      prefetch();
+    }
+  }
+  ++step_id_;
+}
+
+// ---- the fetch-time queue check (3.3 b) ----
+
+void Coordinator::queue_check(ModuleIndex m, std::span<const ParamIndex> list) {
+  need_scratch_.clear();
+  for (ParamIndex p : list) {
+    if (most_recent(p) < step_id_) {
+      need_scratch_.push_back(p);
+    }
+  }
+  got_scratch_.clear();
+  popped_scratch_.clear();
+  ++mark_epoch_;
+  while (queue_valid_ && queue_head_ < param_order_.size() &&
+         got_scratch_.size() < need_scratch_.size()) {
+    const QueueEntry entry = param_order_[queue_head_++];
+    set_most_recent(entry.param, entry.step);
+    popped_scratch_.push_back(entry);
+    emitter_.emit(EventKind::QueuePop, model::kNone, entry.param, entry.step);
+    if (mark_[entry.param] != mark_epoch_) {
+      mark_[entry.param] = mark_epoch_;
+      got_scratch_.push_back(entry.param);
+    }
+  }
+  // got != need as sets: equal sizes and every needed param was popped.
+  bool same = got_scratch_.size() == need_scratch_.size();
+  for (size_t i = 0; same && i < need_scratch_.size(); ++i) {
+    same = mark_[need_scratch_[i]] == mark_epoch_;
+  }
+  if (!same) {
+    raise_mismatch(m, need_scratch_, got_scratch_, popped_scratch_);
+  }
+}
+
+void Coordinator::raise_mismatch(ModuleIndex m, std::span<const ParamIndex> need_in,
+                                 std::span<const ParamIndex> got_in,
+                                 std::span<const QueueEntry> popped) {
+  // Python sets of params have no stable order; zfetch lists them by ds_id.
+  auto by_id = [&](ParamIndex a, ParamIndex b) { return params_.ds_id[a] < params_.ds_id[b]; };
+  std::vector<ParamIndex> need(need_in.begin(), need_in.end());
+  std::vector<ParamIndex> got(got_in.begin(), got_in.end());
+  std::sort(need.begin(), need.end(), by_id);
+  std::sort(got.begin(), got.end(), by_id);
+  std::string message = tracing_error_message(
+      step_id_, modules_.ds_id[m], emitter_.context.phase != trace::Phase::Eval,
+      ds_summary_tuple(scenario_, params_, need), need.size(),
+      ds_summary_tuple(scenario_, params_, got));
+  MismatchFacts facts{m, step_id_, need, got, {popped.begin(), popped.end()}, submodule_order_};
+  std::string explanation =
+      explain_mismatch(scenario_, params_, modules_, history_, discovery_, emitter_.context, facts);
+  emitter_.emit(EventKind::Mismatch, m, model::kNone, step_id_);
+  raise(OutcomeKind::FetchQueueMismatch, std::move(message), std::move(explanation), m);
+}
+
+// ---- prefetch (4.2) ----
+
+void Coordinator::prefetch() {
+  const int64_t budget =
+      std::min(config_.max_live_parameters - n_available_, config_.prefetch_bucket_size);
+  gather_scratch_.clear();
+  ++mark_epoch_;
+  int64_t numel = 0;
+  while (queue_valid_ && queue_head_ < param_order_.size() && numel < budget) {
+    const QueueEntry entry = param_order_[queue_head_++];
+    const ParamIndex p = entry.param;
+    set_most_recent(p, std::max(most_recent(p), static_cast<int64_t>(entry.step)));
+    if (params_.status[p] == Status::NotAvailable && mark_[p] != mark_epoch_) {
+      mark_[p] = mark_epoch_;
+      gather_scratch_.push_back(p);
+      numel += params_.numel[p];
+    }
+  }
+  if (numel > 0) {
+    std::sort(gather_scratch_.begin(), gather_scratch_.end(),
+              [&](ParamIndex a, ParamIndex b) { return params_.ds_id[a] < params_.ds_id[b]; });
+    gather(gather_scratch_, EventKind::Prefetch);
+  }
+}
+
+// ---- release (4.3, 2.9, 2.11) ----
+
+const std::vector<ParamIndex>& Coordinator::params_to_release(ModuleIndex m, int32_t s) {
+  const uint64_t key = (static_cast<uint64_t>(m) << 32) | static_cast<uint32_t>(s);
+  if (auto it = release_memo_index_.find(key); it != release_memo_index_.end()) {
+    return release_memo_[it->second];
+  }
+  std::vector<ParamIndex> candidates;
+  for (ParamIndex p : param_list(m)) {
+    // Skipped-reuse rule: a later use was already popped by prefetch while resident.
+    if (!params_.persist[p] && most_recent(p) <= s) {
+      candidates.push_back(p);
+    }
+  }
+  // Reuse-distance rule. The walked modules' lists use the recursion flag of m (a quirk, 4.3).
+  const bool recurse = modules_.leaf[m] != 0;
+  int64_t seen = 0;
+  std::vector<ParamIndex> walked;
+  for (size_t i = static_cast<size_t>(s); i < submodule_order_.size() && !candidates.empty(); ++i) {
+    if (seen >= config_.max_reuse_distance) {
+      break;
+    }
+    const ModuleIndex w = submodule_order_[i].module;
+    walked = recurse ? modules_.recursive_params[w] : modules_.direct_params[w];
+    for (ParamIndex p : modules_.externals[w]) {
+      walked.push_back(p);
+    }
+    for (ParamIndex p : walked) {
+      candidates.erase(std::remove(candidates.begin(), candidates.end(), p), candidates.end());
+      seen += params_.numel[p];
+    }
+  }
+  release_memo_index_.emplace(key, static_cast<uint32_t>(release_memo_.size()));
+  release_memo_.push_back(std::move(candidates));
+  return release_memo_.back();
+}
+
+void Coordinator::release(ModuleIndex m, bool forward) {
+  ++mark_epoch_;
+  const uint32_t in_release_set = mark_epoch_;
+  if (mode_ == TraceMode::Complete) {
+    for (ParamIndex p : params_to_release(m, step_id_)) {
+      mark_[p] = in_release_set;
+    }
+  } else {
+    for (ParamIndex p : modules_.own_params[m]) {
+      mark_[p] = in_release_set;
+    }
+    for (ParamIndex p : modules_.externals[m]) {
+      mark_[p] = in_release_set;
+    }
+  }
+  release_scratch_.clear();
+  for (ParamIndex p : modules_.own_params[m]) {
+    release_scratch_.push_back(p);
+  }
+  for (ParamIndex p : modules_.externals[m]) {
+    release_scratch_.push_back(p);
+  }
+  if (!forward) {
+    if (active_backward_.empty()) {
+      raise(OutcomeKind::Error, "active_backward_submodules is empty during backward pass");
+    }
+    for (ParamIndex p : modules_.recompute[m]) {
+      if (!params_.persist[p]) {
+        mark_[p] = in_release_set;
+      }
+      release_scratch_.push_back(p);
+    }
+    modules_.recompute[m].clear();
+    active_backward_.erase(std::remove(active_backward_.begin(), active_backward_.end(), m),
+                           active_backward_.end());
+  }
+  const int64_t module_id = modules_.ds_id[m];
+  for (ParamIndex p : release_scratch_) {
+    params_.consumers[p].erase(module_id);
+    if (params_.attributed_owner[p] == module_id) {
+      params_.attributed_owner[p] = -1;
+    }
+    if (mark_[p] == in_release_set && !params_.is_external[p]) {
+      release_param(p);
+    }
+  }
+}
+
+void Coordinator::release_backward_leftovers() {
+  while (!active_backward_.empty()) {
+    const ModuleIndex m = active_backward_.back();  // popitem(): LIFO
+    active_backward_.pop_back();
+    const int64_t module_id = modules_.ds_id[m];
+    release_scratch_.assign(modules_.own_params[m].begin(), modules_.own_params[m].end());
+    release_scratch_.insert(release_scratch_.end(), modules_.recompute[m].begin(),
+                            modules_.recompute[m].end());
+    modules_.recompute[m].clear();
+    for (ParamIndex p : release_scratch_) {
+      params_.consumers[p].erase(module_id);
+      if (params_.attributed_owner[p] == module_id) {
+        params_.attributed_owner[p] = -1;
+      }
+      if (!params_.persist[p] && !params_.is_external[p]) {
+        release_param(p);
+      }
+    }
+  }
+}
+
+void Coordinator::release_and_reset_all() {
+  for (ParamIndex p : inflight_params_) {
+    if (params_.inflight_group[p] >= 0) {
+      wait(p);
+    }
+  }
+  inflight_params_.clear();
+  for (ParamIndex p : params_.by_id) {
+    params_.consumers[p].clear();
+    params_.attributed_owner[p] = -1;
+  }
+  for (ParamIndex p : params_.by_id) {
+    if (params_.status[p] == Status::Available) {
+      partition(p, EventKind::PartitionAll);
+    }
+  }
+}
+
+}  // namespace zfetch::sim

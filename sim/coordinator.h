@@ -1,0 +1,128 @@
+// The PartitionedParameterCoordinator of one engine: trace modes, fetch, prefetch, release
+// (semantics sections 3 and 4).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/scenario.h"
+#include "sim/collectives.h"
+#include "sim/emitter.h"
+#include "sim/failure.h"
+#include "sim/history.h"
+#include "sim/simulator.h"
+#include "sim/state.h"
+
+namespace zfetch::sim {
+
+enum class TraceMode : uint8_t { Record = 1, Complete = 2, Invalid = 3 };
+
+/// One module occurrence of the recorded module trace, with the step it was fetched at.
+struct Occurrence {
+  ModuleIndex module;
+  int32_t step;
+};
+
+/// One entry of the parameter trace / fetch queue: (param, step_id_last_used_at).
+struct QueueEntry {
+  ParamIndex param;
+  int32_t step;
+};
+
+class Coordinator {
+ public:
+  Coordinator(const model::Scenario& scenario, ParamState& params, ModuleState& modules,
+              Emitter& emitter, CollectiveLog& collectives, const History& history,
+              Discovery discovery);
+
+  [[nodiscard]] TraceMode mode() const { return mode_; }
+  [[nodiscard]] int32_t step_id() const { return step_id_; }
+  [[nodiscard]] int64_t invalidations() const { return invalidations_; }
+  [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
+  [[nodiscard]] bool active_backward_empty() const { return active_backward_.empty(); }
+
+  /// reset_step (2.10): at every root forward.
+  void reset_step();
+  /// trace_prologue (3.3 a) then record_module in RECORD mode (3.2).
+  void prologue_and_record(ModuleIndex m);
+  /// fetch_sub_module (4.1); `in_graph_task` enables recompute attribution for forward fetches.
+  void fetch(ModuleIndex m, bool forward, bool in_graph_task);
+  /// release_sub_module (4.3).
+  void release(ModuleIndex m, bool forward);
+  /// release_backward_leftovers (2.9), at the end of every backward.
+  void release_backward_leftovers();
+  /// release_and_reset_all (2.11): optimizer step, checkpoint prologue, empty_partition_cache.
+  void release_and_reset_all();
+  /// Synchronous gather of `p` outside the coordinator (getter, dangling return, _post_step).
+  void gather_sync(ParamIndex p, trace::EventKind kind);
+
+  /// The module's fetch list: own params (recursive if leaf) then externals, deduplicated.
+  std::span<const ParamIndex> param_list(ModuleIndex m);
+
+ private:
+  void gather(std::span<const ParamIndex> params, trace::EventKind kind);
+  void wait(ParamIndex p);
+  void partition(ParamIndex p, trace::EventKind kind);
+  void release_param(ParamIndex p);
+  void clean_inflight_registry();
+  void invalidate(std::string warning);
+  void queue_check(ModuleIndex m, std::span<const ParamIndex> list);
+  void prefetch();
+  const std::vector<ParamIndex>& params_to_release(ModuleIndex m, int32_t s);
+  void agree(CollectiveKind kind, std::vector<int64_t> values);
+  [[noreturn]] void raise_mismatch(ModuleIndex m, std::span<const ParamIndex> need,
+                                   std::span<const ParamIndex> got,
+                                   std::span<const QueueEntry> popped);
+  [[noreturn]] void raise(OutcomeKind kind, std::string message, std::string explanation = {},
+                          ModuleIndex module = model::kNone);
+  [[nodiscard]] int64_t most_recent(ParamIndex p) const;
+  void set_most_recent(ParamIndex p, int64_t s);
+
+  const model::Scenario& scenario_;
+  const model::ZeroConfig& config_;
+  ParamState& params_;
+  ModuleState& modules_;
+  Emitter& emitter_;
+  CollectiveLog& collectives_;
+  const History& history_;
+  Discovery discovery_;
+
+  TraceMode mode_ = TraceMode::Invalid;
+  int32_t step_id_ = 0;
+  int64_t n_available_ = 0;
+  int64_t invalidations_ = 0;
+  std::vector<Occurrence> submodule_order_;
+  std::vector<QueueEntry> param_order_;
+  size_t queue_head_ = 0;
+  bool queue_valid_ = false;
+  std::vector<ModuleIndex> active_backward_;  ///< insertion order; re-insertion keeps position
+
+  // most_recent, reset per pass in O(1) by an epoch stamp.
+  std::vector<int64_t> most_recent_;
+  std::vector<uint32_t> most_recent_epoch_;
+  uint32_t epoch_ = 1;
+
+  // The in-flight registry: params of each gather group, in group order.
+  std::vector<ParamIndex> inflight_params_;
+  int64_t next_group_ = 0;
+
+  // Memo of params_to_release per (module, step): never invalidated (semantics 4.3, 10.8).
+  std::unordered_map<uint64_t, uint32_t> release_memo_index_;
+  std::vector<std::vector<ParamIndex>> release_memo_;
+
+  // Scratch buffers reused across calls so the steady state allocates nothing.
+  std::vector<ParamIndex> list_scratch_;
+  std::vector<ParamIndex> gather_scratch_;
+  std::vector<ParamIndex> need_scratch_;
+  std::vector<ParamIndex> got_scratch_;
+  std::vector<QueueEntry> popped_scratch_;
+  std::vector<ParamIndex> release_scratch_;
+  std::vector<uint32_t> mark_;  ///< per-param stamp for set membership
+  uint32_t mark_epoch_ = 0;
+  std::vector<std::string> warnings_;
+};
+
+}  // namespace zfetch::sim

@@ -1,0 +1,89 @@
+// Builds trace events from the simulation context and hands them to the sink.
+#pragma once
+
+#include <cstdint>
+
+#include "model/scenario.h"
+#include "sim/simulator.h"
+#include "sim/state.h"
+#include "trace/event.h"
+#include "trace/sink.h"
+
+namespace zfetch::sim {
+
+/// Where the simulation is: stamped on every event.
+struct Context {
+  int32_t rank = 0;
+  int32_t engine = 0;
+  int32_t step = 0;        ///< optimizer step over the whole schedule
+  int32_t micro_step = 0;  ///< micro-step within the engine's training
+  trace::Phase phase = trace::Phase::None;
+};
+
+/// Emits events; holds nothing per event (names are views into the scenario).
+class Emitter {
+ public:
+  Emitter(const model::Scenario& scenario, const ParamState& params, const ModuleState& modules,
+          trace::EventSink& sink)
+      : scenario_(scenario), params_(params), modules_(modules), sink_(sink) {}
+
+  Context context;
+  RunStats stats;
+
+  [[nodiscard]] uint64_t count() const { return seq_; }
+
+  void emit(trace::EventKind kind, ModuleIndex m = model::kNone, ParamIndex p = model::kNone,
+            int32_t trace_step = -1, int64_t group = -1, Status status = Status::None) {
+    trace::Event e;
+    e.seq = seq_++;
+    e.rank = context.rank;
+    e.engine = context.engine;
+    e.step = context.step;
+    e.micro_step = context.micro_step;
+    e.phase = context.phase;
+    e.kind = kind;
+    e.trace_step = trace_step;
+    if (m != model::kNone) {
+      e.module_index = m;
+      e.module_id = modules_.ds_id[m];
+      e.module = scenario_.modules[m].qualified_name;
+    }
+    if (p != model::kNone) {
+      e.param_index = p;
+      e.param_id = params_.ds_id[p];
+      e.param = scenario_.params[p].qualified_name;
+      if (kind != trace::EventKind::QueuePop) {
+        e.numel = params_.numel[p];
+        e.bytes = params_.bytes[p];
+      }
+    }
+    e.status = status;
+    e.group = group;
+    ++stats.events;
+    sink_.on_event(e);
+  }
+
+  /// An event with an explicit element count (trace_complete: number of queue entries).
+  void emit_count(trace::EventKind kind, int64_t numel) {
+    trace::Event e;
+    e.seq = seq_++;
+    e.rank = context.rank;
+    e.engine = context.engine;
+    e.step = context.step;
+    e.micro_step = context.micro_step;
+    e.phase = context.phase;
+    e.kind = kind;
+    e.numel = numel;
+    ++stats.events;
+    sink_.on_event(e);
+  }
+
+ private:
+  const model::Scenario& scenario_;
+  const ParamState& params_;
+  const ModuleState& modules_;
+  trace::EventSink& sink_;
+  uint64_t seq_ = 0;
+};
+
+}  // namespace zfetch::sim

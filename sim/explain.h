@@ -1,0 +1,33 @@
+// Turns a failure into an explanation a person can act on: which access registered which
+// parameter, why the recorded trace lacks it, and what avoids it.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "model/scenario.h"
+#include "sim/emitter.h"
+#include "sim/history.h"
+#include "sim/simulator.h"
+#include "sim/state.h"
+
+namespace zfetch::sim {
+
+struct Occurrence;
+struct QueueEntry;
+
+/// What the queue check saw when it failed (3.3 b).
+struct MismatchFacts {
+  ModuleIndex module;
+  int32_t step_id;
+  std::vector<ParamIndex> need;
+  std::vector<ParamIndex> got;
+  std::vector<QueueEntry> popped;
+  const std::vector<Occurrence>& order;
+};
+
+std::string explain_mismatch(const model::Scenario& scenario, const ParamState& params,
+                             const ModuleState& modules, const History& history,
+                             Discovery discovery, const Context& now, const MismatchFacts& facts);
+
+}  // namespace zfetch::sim

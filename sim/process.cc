@@ -1,0 +1,763 @@
+// One simulated process: engines, module hooks, forward programs, autograd order, activation-
+// checkpoint replay, the parameter getter, optimizer and checkpoint events.
+#include "sim/process.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "model/persistence.h"
+
+namespace zfetch::sim {
+namespace {
+
+using model::Op;
+using trace::EventKind;
+using trace::Phase;
+
+// The name of the z3 leaf rule that matched, or false (semantics 2.1; config leaf_module).
+bool is_leaf(const model::Scenario& scenario, ModuleIndex m) {
+  const model::ModuleSpec& spec = scenario.modules[m];
+  if (spec.leaf) {
+    return true;
+  }
+  const model::LeafModuleConfig& leaf = scenario.config.zero.leaf_module;
+  auto last_component = [](const std::string& s) {
+    const size_t dot = s.rfind('.');
+    return dot == std::string::npos ? s : s.substr(dot + 1);
+  };
+  if (!spec.class_name.empty()) {
+    for (const std::string& c : leaf.classes) {
+      if (c == spec.class_name || last_component(c) == spec.class_name) {
+        return true;
+      }
+    }
+  }
+  for (const std::string& n : leaf.names) {
+    if (n == spec.qualified_name) {
+      return true;
+    }
+  }
+  for (const std::string& suffix : leaf.name_suffixes) {
+    const std::string& q = spec.qualified_name;
+    if (q.size() >= suffix.size() &&
+        q.compare(q.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+Process::Process(const model::Scenario& scenario, const Options& options, int32_t rank,
+                 trace::EventSink& sink, CollectiveLog& collectives)
+    : scenario_(scenario),
+      config_(scenario.config.zero),
+      options_(options),
+      collectives_(collectives),
+      emitter_(scenario, params_, modules_, sink) {
+  emitter_.context.rank = rank;
+  const size_t np = scenario.params.size();
+  const size_t nm = scenario.modules.size();
+  const auto world = scenario.world_size;
+
+  params_.ds_id.assign(np, -1);
+  params_.status.assign(np, Status::NotAvailable);
+  params_.persist.assign(np, 0);
+  params_.is_external.assign(np, 0);
+  params_.consumers.resize(np);
+  for (IdSet& s : params_.consumers) {
+    s.reserve(4);
+  }
+  params_.attributed_owner.assign(np, -1);
+  params_.inflight_group.assign(np, -1);
+  params_.numel.resize(np);
+  params_.partition_numel.resize(np);
+  params_.bytes.resize(np);
+  params_.frozen.resize(np);
+  params_.multi_dim.resize(np);
+  params_.compute_layout.assign(np, 0);
+  params_.canonical.resize(np);
+  for (size_t i = 0; i < np; ++i) {
+    const model::ParamSpec& spec = scenario.params[i];
+    const auto p = static_cast<ParamIndex>(i);
+    params_.canonical[p] = model::canonical(scenario, p);
+    params_.numel[p] = spec.numel;
+    // Partition arithmetic with padding to the world size (1.3).
+    params_.partition_numel[p] = (spec.numel + (world - spec.numel % world) % world) / world;
+    params_.bytes[p] = spec.numel * model::dtype_bytes(spec.dtype);
+    params_.frozen[p] = spec.frozen ? 1 : 0;
+    params_.multi_dim[p] = spec.shape.size() != 1 ? 1 : 0;
+  }
+  params_.by_id = model::parameter_order(scenario);
+
+  // Hooks go to every module reached through children() from the root, but not below a z3
+  // leaf (2.1). Param lists use canonical params, deduplicated (tied weights are one object).
+  modules_.ds_id.assign(nm, -1);
+  modules_.hooked.assign(nm, 0);
+  modules_.leaf.assign(nm, 0);
+  modules_.own_params.resize(nm);
+  modules_.direct_params.resize(nm);
+  modules_.recursive_params.resize(nm);
+  modules_.externals.resize(nm);
+  modules_.recompute.resize(nm);
+  modules_.grads_remaining.assign(nm, 0);
+  returned_.resize(nm);
+  for (size_t i = 0; i < nm; ++i) {
+    const auto m = static_cast<ModuleIndex>(i);
+    const model::ModuleSpec& spec = scenario.modules[m];
+    const bool parent_hooked = spec.parent == model::kNone ||
+                               (modules_.hooked[spec.parent] && !modules_.leaf[spec.parent]);
+    modules_.hooked[m] = parent_hooked ? 1 : 0;
+    modules_.leaf[m] = parent_hooked && is_leaf(scenario, m) ? 1 : 0;
+    for (ParamIndex p : spec.params) {
+      const ParamIndex c = params_.canonical[p];
+      std::vector<ParamIndex>& direct = modules_.direct_params[m];
+      if (std::find(direct.begin(), direct.end(), c) == direct.end()) {
+        direct.push_back(c);
+      }
+    }
+  }
+  // Recursive lists: modules are in pre-order, so walk backwards and append children's.
+  for (size_t i = nm; i-- > 0;) {
+    const auto m = static_cast<ModuleIndex>(i);
+    std::vector<ParamIndex>& rec = modules_.recursive_params[m];
+    rec = modules_.direct_params[m];
+    for (ModuleIndex child : scenario.modules[m].children) {
+      for (ParamIndex p : modules_.recursive_params[child]) {
+        if (std::find(rec.begin(), rec.end(), p) == rec.end()) {
+          rec.push_back(p);
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < nm; ++i) {
+    const auto m = static_cast<ModuleIndex>(i);
+    modules_.own_params[m] =
+        modules_.leaf[m] ? modules_.recursive_params[m] : modules_.direct_params[m];
+    modules_.externals[m].reserve(4);
+    modules_.recompute[m].reserve(4);
+  }
+  nodes_.reserve(4 * nm + 16);
+  regions_.reserve(16);
+}
+
+RankResult Process::run() {
+  RankResult result;
+  try {
+    run_schedule();
+  } catch (Raised& raised) {
+    result.raised = std::move(raised);
+  }
+  result.collectives_before_failure = collectives_.entries().size();
+  result.invalidations = invalidations_before_ + (coordinator_ ? coordinator_->invalidations() : 0);
+  result.warnings = warnings_;
+  if (coordinator_) {
+    const auto& w = coordinator_->warnings();
+    result.warnings.insert(result.warnings.end(), w.begin(), w.end());
+  }
+  result.stats = emitter_.stats;
+  return result;
+}
+
+void Process::raise(OutcomeKind kind, std::string message, std::string explanation,
+                    ModuleIndex module) {
+  Failure failure;
+  failure.module = module;
+  failure.message = std::move(message);
+  failure.explanation = std::move(explanation);
+  failure.phase = emitter_.context.phase;
+  failure.rank = emitter_.context.rank;
+  failure.engine = emitter_.context.engine;
+  failure.step = emitter_.context.step;
+  failure.micro_step = emitter_.context.micro_step;
+  failure.trace_step = coordinator_ ? coordinator_->step_id() : -1;
+  emitter_.emit(EventKind::Error);
+  throw Raised{kind, std::move(failure)};
+}
+
+// ---- the schedule ----
+
+void Process::run_schedule() {
+  build_engine(true);
+  for (const model::ScheduleItem& item : scenario_.schedule) {
+    switch (item.kind) {
+    case model::ScheduleItem::Kind::Train:
+      for (int64_t s = 0; s < item.steps; ++s) {
+        for (int64_t k = 0; k < scenario_.config.gradient_accumulation_steps; ++k) {
+          train_micro_step();
+        }
+      }
+      break;
+    case model::ScheduleItem::Kind::Eval:
+      for (int64_t s = 0; s < item.steps; ++s) {
+        eval_pass();
+      }
+      break;
+    case model::ScheduleItem::Kind::SaveCheckpoint:
+      save_checkpoint();
+      break;
+    case model::ScheduleItem::Kind::LoadCheckpoint:
+      load_checkpoint();
+      break;
+    case model::ScheduleItem::Kind::Restart:
+      emitter_.context.phase = Phase::None;
+      emitter_.emit(EventKind::Restart);
+      invalidations_before_ += coordinator_->invalidations();
+      for (const std::string& w : coordinator_->warnings()) {
+        warnings_.push_back(w);
+      }
+      ++emitter_.context.engine;
+      build_engine(!item.reuse_model);
+      break;
+    case model::ScheduleItem::Kind::EmptyPartitionCache:
+      emitter_.context.phase = Phase::None;
+      emitter_.emit(EventKind::EmptyPartitionCache);
+      coordinator_->release_and_reset_all();
+      break;
+    }
+  }
+}
+
+void Process::build_engine(bool fresh_model) {
+  emitter_.context.phase = Phase::None;
+  emitter_.context.micro_step = 0;
+  engine_micro_steps_ = 0;
+  micro_in_step_ = 0;
+  if (fresh_model) {
+    // A freshly constructed model: new Parameter objects, converted and partitioned (1.1),
+    // numbered by the process-global counter, which is never reset (1.7).
+    for (ParamIndex p : params_.by_id) {
+      params_.ds_id[p] = next_param_id_++;
+      params_.status[p] = Status::NotAvailable;
+      params_.persist[p] = 0;
+      params_.is_external[p] = 0;
+      params_.consumers[p].clear();
+      params_.attributed_owner[p] = -1;
+      params_.inflight_group[p] = -1;
+      params_.compute_layout[p] = 0;
+    }
+    for (size_t i = 0; i < scenario_.params.size(); ++i) {
+      const auto p = static_cast<ParamIndex>(i);
+      params_.ds_id[p] = params_.ds_id[params_.canonical[p]];
+    }
+    for (auto& e : modules_.externals) {
+      e.clear();
+    }
+    // Earlier engines' roots stay on FWD_MODULE_STACK, but they are other objects now.
+    std::replace_if(
+        fwd_stack_.begin(), fwd_stack_.end(), [](ModuleIndex) { return true; }, kForeign);
+  }
+  // Module ids: the mutable-default-list counter of _register_deepspeed_module (2.2): the root
+  // takes the current value, every child visit increments first.
+  for (size_t i = 0; i < scenario_.modules.size(); ++i) {
+    const auto m = static_cast<ModuleIndex>(i);
+    if (!modules_.hooked[m]) {
+      continue;
+    }
+    modules_.ds_id[m] = m == 0 ? module_counter_ : ++module_counter_;
+    modules_.recompute[m].clear();  // reset on (re-)registration
+  }
+  // Persistence is only ever set to True (1.5).
+  const std::vector<bool> persistent = model::select_persistent(scenario_, config_);
+  for (size_t i = 0; i < persistent.size(); ++i) {
+    if (persistent[i]) {
+      params_.persist[i] = 1;
+    }
+  }
+  coordinator_ = std::make_unique<Coordinator>(scenario_, params_, modules_, emitter_, collectives_,
+                                               history_, options_.discovery);
+  fwd_stack_.push_back(0);
+  emitter_.emit(EventKind::EngineInit, 0);
+}
+
+// ---- training, eval, optimizer, checkpoints (2.9-2.11) ----
+
+void Process::train_micro_step() {
+  emitter_.context.phase = Phase::Fwd;
+  eval_ = false;
+  grad_enabled_ = true;
+  in_graph_task_ = false;
+  nodes_.clear();
+  regions_.clear();
+  const bool output_rg = call_module(0, scenario_.input_requires_grad);
+
+  emitter_.context.phase = Phase::Bwd;
+  if (!output_rg) {
+    raise(OutcomeKind::Error,
+          "element 0 of tensors does not require grad and does not have a grad_fn",
+          "The loss does not depend on any tensor that requires grad: nothing trainable is used "
+          "with grad enabled (a reentrant checkpoint whose inputs do not require grad produces "
+          "an output without grad; set input_requires_grad if the real input requires grad).");
+  }
+  in_graph_task_ = true;
+  run_backward(0);
+  coordinator_->release_backward_leftovers();
+  in_graph_task_ = false;
+  grad_enabled_ = false;
+
+  // engine.step(): the optimizer runs only at an accumulation boundary (2.11).
+  const int64_t gas = scenario_.config.gradient_accumulation_steps;
+  const bool boundary = (engine_micro_steps_ + 1) % gas == 0;
+  ++engine_micro_steps_;
+  if (boundary) {
+    optimizer_step();
+  }
+  emitter_.context.micro_step = static_cast<int32_t>(engine_micro_steps_);
+}
+
+void Process::eval_pass() {
+  emitter_.context.phase = Phase::Eval;
+  eval_ = true;
+  grad_enabled_ = false;
+  nodes_.clear();
+  regions_.clear();
+  call_module(0, false);
+  eval_ = false;
+}
+
+void Process::optimizer_step() {
+  emitter_.context.phase = Phase::Optimizer;
+  emitter_.emit(EventKind::OptimizerStep);
+  ++emitter_.stats.optimizer_steps;
+  coordinator_->release_and_reset_all();
+  // _post_step gathers the persistent params again.
+  for (ParamIndex p : params_.by_id) {
+    if (params_.persist[p] && params_.status[p] == Status::NotAvailable) {
+      coordinator_->gather_sync(p, EventKind::PersistentGather);
+    }
+  }
+  ++emitter_.context.step;
+}
+
+void Process::save_checkpoint() {
+  emitter_.context.phase = Phase::Checkpoint;
+  emitter_.emit(EventKind::CheckpointSave);
+  coordinator_->release_and_reset_all();  // checkpoint_event_prologue
+  for (ParamIndex p : params_.by_id) {    // checkpoint_event_epilogue
+    if (params_.persist[p] && params_.status[p] == Status::NotAvailable) {
+      coordinator_->gather_sync(p, EventKind::PersistentGather);
+    }
+  }
+}
+
+void Process::load_checkpoint() {
+  emitter_.context.phase = Phase::Checkpoint;
+  emitter_.emit(EventKind::CheckpointLoad);
+  // Prologue partitions all; the optimizer's load_state_dict partitions persistent params
+  // again (a no-op now); the epilogue gathers them: resident after a load (1.5).
+  coordinator_->release_and_reset_all();
+  for (ParamIndex p : params_.by_id) {
+    if (params_.persist[p] && params_.status[p] == Status::NotAvailable) {
+      coordinator_->gather_sync(p, EventKind::PersistentGather);
+    }
+  }
+}
+
+// ---- forward: hooks and programs (2.3, 2.4) ----
+
+bool Process::condition_holds(const model::Condition& when) const {
+  auto in = [](const std::vector<int64_t>& values, int64_t v) {
+    return values.empty() || std::find(values.begin(), values.end(), v) != values.end();
+  };
+  if (when.phase == model::Condition::Phase::Train && eval_) {
+    return false;
+  }
+  if (when.phase == model::Condition::Phase::Eval && !eval_) {
+    return false;
+  }
+  return in(when.steps, emitter_.context.step) && in(when.micro_steps, micro_in_step_) &&
+         in(when.ranks, emitter_.context.rank) && in(when.engines, emitter_.context.engine);
+}
+
+ModuleIndex Process::stack_top() const {
+  return fwd_stack_.empty() ? kForeign : fwd_stack_.back();
+}
+
+bool Process::call_module(ModuleIndex m, bool input_rg) {
+  if (!modules_.hooked[m]) {
+    return call_hookless(m, input_rg);
+  }
+  const bool is_root = m == 0;
+  if (is_root) {
+    // Engine prologue, then _start_of_forward_hook (2.3, 10.17).
+    in_forward_ = true;
+    micro_in_step_ = engine_micro_steps_ % scenario_.config.gradient_accumulation_steps;
+    coordinator_->reset_step();
+    ++emitter_.stats.passes;
+  }
+  // pre-forward (2.4)
+  emitter_.emit(EventKind::ModulePre, m, model::kNone, coordinator_->step_id());
+  fwd_stack_.push_back(m);
+  coordinator_->prologue_and_record(m);
+  coordinator_->fetch(m, true, in_graph_task_);
+  zenflow_pre(m);
+  // post-backward installer: counter reset, one PostBackward node per input needing grad.
+  modules_.grads_remaining[m] = 0;
+  if (grad_enabled_ && input_rg && record_nodes_) {
+    modules_.grads_remaining[m] = 1;
+    nodes_.push_back({Node::Kind::PostBackward, m, -1});
+  }
+  returned_[m].clear();
+  bool rg = own_compute(m, input_rg);
+  if (!stopping_) {
+    rg = scenario_.modules[m].has_forward ? run_body(m, scenario_.modules[m].forward, rg)
+                                          : run_default_forward(m, rg);
+  }
+  if (is_root) {
+    in_forward_ = false;  // engine epilogue runs before the root's post-forward (10.17)
+  }
+  if (stopping_) {
+    return rg;  // unwinding an early-stopped replay: no post-forward hooks (2.7)
+  }
+  // post-forward (2.4)
+  fwd_stack_.pop_back();
+  handle_returns(m);
+  zenflow_post(m);
+  emitter_.emit(EventKind::ModulePost, m, model::kNone, coordinator_->step_id());
+  coordinator_->release(m, true);
+  // pre-backward installer: one PreBackward node per differentiable output.
+  if (grad_enabled_ && rg && record_nodes_) {
+    for (int64_t k = 0; k < scenario_.modules[m].outputs; ++k) {
+      nodes_.push_back({Node::Kind::PreBackward, m, -1});
+    }
+  }
+  return rg;
+}
+
+bool Process::call_hookless(ModuleIndex m, bool input_rg) {
+  // A module with no hooks (below a z3 leaf): its forward reads its own params through its
+  // own parameter dict, so the getter sees them with `m` as the owner (9.2 [I]).
+  bool rg = input_rg;
+  for (ParamIndex p : scenario_.modules[m].params) {
+    model::Op read;
+    read.kind = Op::Kind::Access;
+    read.param = p;
+    read.access = model::AccessKind::Data;
+    rg = access(m, read, rg);
+  }
+  if (scenario_.modules[m].has_forward) {
+    return run_body(m, scenario_.modules[m].forward, rg);
+  }
+  for (ModuleIndex child : scenario_.modules[m].children) {
+    rg = call_hookless(child, rg);
+  }
+  return rg;
+}
+
+bool Process::own_compute(ModuleIndex m, bool rg) {
+  if (modules_.own_params[m].empty()) {
+    return rg;
+  }
+  check_compute_layout(m);
+  emitter_.emit(EventKind::Compute, m);
+  bool uses_trainable = false;
+  for (ParamIndex p : modules_.own_params[m]) {
+    uses_trainable = uses_trainable || !params_.frozen[p];
+  }
+  if (grad_enabled_) {
+    if (record_nodes_) {
+      nodes_.push_back({Node::Kind::Compute, m, current_region_});
+      if (current_region_ >= 0) {
+        ++regions_[static_cast<size_t>(current_region_)].compute_nodes;
+      }
+    } else if (replay_compute_left_ > 0 && --replay_compute_left_ == 0) {
+      stopping_ = true;  // every saved tensor is regenerated: torch stops the replay here
+    }
+    return rg || uses_trainable;
+  }
+  return false;
+}
+
+bool Process::run_default_forward(ModuleIndex m, bool rg) {
+  for (ModuleIndex child : scenario_.modules[m].children) {
+    rg = call_module(child, rg) || rg;
+    if (stopping_) {
+      break;
+    }
+  }
+  return rg;
+}
+
+bool Process::run_body(ModuleIndex m, const std::vector<Op>& ops, bool rg) {
+  for (const Op& op : ops) {
+    if (stopping_) {
+      return rg;
+    }
+    if (!condition_holds(op.when)) {
+      continue;
+    }
+    switch (op.kind) {
+    case Op::Kind::Call:
+      rg = call_module(op.callee, rg) || rg;
+      break;
+    case Op::Kind::Access:
+      rg = access(m, op, rg);
+      break;
+    case Op::Kind::Return:
+      returned_[m].push_back(params_.canonical[op.param]);
+      rg = rg || (grad_enabled_ && !params_.frozen[op.param]);
+      break;
+    case Op::Kind::Repeat:
+      for (int64_t k = 0; k < op.count && !stopping_; ++k) {
+        rg = run_body(m, op.body, rg);
+      }
+      break;
+    case Op::Kind::Checkpoint:
+      if (!grad_enabled_) {
+        rg = run_body(m, op.body, rg);
+      } else if (op.reentrant) {
+        // The region runs under no_grad; one CheckpointFunction node stands for it, and only
+        // if an input requires grad (2.7).
+        grad_enabled_ = false;
+        run_body(m, op.body, rg);
+        grad_enabled_ = true;
+        if (rg && record_nodes_) {
+          regions_.push_back({&op.body, m, true, 0, false});
+          nodes_.push_back({Node::Kind::Checkpoint, m, static_cast<int32_t>(regions_.size() - 1)});
+        }
+      } else if (record_nodes_) {
+        regions_.push_back({&op.body, m, false, 0, false});
+        const int32_t saved = current_region_;
+        current_region_ = static_cast<int32_t>(regions_.size() - 1);
+        rg = run_body(m, op.body, rg);
+        current_region_ = saved;
+      } else {
+        rg = run_body(m, op.body, rg);
+      }
+      break;
+    }
+  }
+  return rg;
+}
+
+// ---- the parameter getter (5.2, 5.6, 5.7) ----
+
+bool Process::access(ModuleIndex context, const Op& op, bool rg) {
+  const ParamIndex p = params_.canonical[op.param];
+  const ModuleIndex owner = scenario_.params[op.param].owner;
+  const Status status = params_.status[p];
+  const ModuleIndex top = stack_top();
+  emitter_.emit(EventKind::Access, top == kForeign ? model::kNone : top, p, -1, -1, status);
+  // Discovery happens only in an eager forward through the engine (2.12, 10.18).
+  const bool eager = in_forward_ && top != kForeign;
+  bool registered = false;
+  if (status == Status::NotAvailable) {
+    if (eager) {
+      register_external(top, p, status);
+      registered = true;
+      coordinator_->gather_sync(p, EventKind::GetterGather);
+    }
+  } else if (options_.discovery == Discovery::ResidencyIndependent && eager && owner != top) {
+    register_external(top, p, status);
+    registered = true;
+  }
+  if (eager && coordinator_->mode() == TraceMode::Record) {
+    history_.add(RecordedAccess{top, p, status, registered, emitter_.context});
+  }
+  if (op.access == model::AccessKind::Data) {
+    if (params_.status[p] != Status::Available) {
+      raise(
+          OutcomeKind::NotAvailable,
+          fmt::format("module '{}' computed with {} while it was {} (shape [0])",
+                      scenario_.modules[context].qualified_name, scenario_.params[p].qualified_name,
+                      params_.status[p] == Status::Inflight ? "INFLIGHT" : "NOT_AVAILABLE"),
+          "A data access outside an engine forward (for example in a checkpoint replay, where "
+          "_in_forward is off) is never gathered by the getter; the parameter must be fetched "
+          "by the module, e.g. registered as its external parameter.",
+          context);
+    }
+    return rg || (grad_enabled_ && !params_.frozen[p]);
+  }
+  return rg;
+}
+
+void Process::register_external(ModuleIndex m, ParamIndex p, Status status_at_access) {
+  std::vector<ParamIndex>& ext = modules_.externals[m];
+  if (std::find(ext.begin(), ext.end(), p) != ext.end()) {
+    return;  // keyed by id(param): idempotent
+  }
+  ext.push_back(p);
+  emitter_.emit(EventKind::RegisterExternal, m, p, -1, -1, status_at_access);
+  history_.add(Registration{m, p, emitter_.context, status_at_access,
+                            coordinator_->mode() == TraceMode::Complete});
+}
+
+void Process::handle_returns(ModuleIndex m) {
+  // Dangling returned params (5.3): hand them to the new stack top unless a module on the
+  // stack already has them as externals.
+  for (ParamIndex p : returned_[m]) {
+    bool known = false;
+    for (ModuleIndex s : fwd_stack_) {
+      if (s != kForeign) {
+        const auto& ext = modules_.externals[s];
+        known = known || std::find(ext.begin(), ext.end(), p) != ext.end();
+      }
+    }
+    const ModuleIndex top = stack_top();
+    if (known || top == kForeign) {
+      continue;
+    }
+    params_.is_external[p] = 1;
+    register_external(top, p, params_.status[p]);
+    auto& mine = modules_.externals[m];
+    mine.erase(std::remove(mine.begin(), mine.end(), p), mine.end());
+    if (params_.status[p] == Status::NotAvailable) {
+      coordinator_->gather_sync(p, EventKind::GetterGather);
+    }
+  }
+}
+
+// ---- backward: autograd order, checkpoint replay (2.5-2.8) ----
+
+void Process::run_backward(size_t begin) {
+  // Autograd runs the ready node with the highest sequence number first; on one device every
+  // node's consumers are newer than it, so that is reverse creation order (docs/backward-order.md).
+  for (size_t i = nodes_.size(); i-- > begin;) {
+    const Node node = nodes_[i];
+    switch (node.kind) {
+    case Node::Kind::PreBackward:
+      pre_backward(node.module);
+      break;
+    case Node::Kind::PostBackward:
+      if (--modules_.grads_remaining[node.module] == 0) {
+        post_backward(node.module);
+      }
+      break;
+    case Node::Kind::Compute:
+      if (node.region >= 0 && !regions_[static_cast<size_t>(node.region)].replayed) {
+        replay(node.region);  // the first unpack of a saved tensor of the region
+      }
+      break;
+    case Node::Kind::Checkpoint:
+      replay(node.region);
+      break;
+    }
+  }
+}
+
+void Process::pre_backward(ModuleIndex m) {
+  emitter_.context.phase = Phase::Bwd;
+  emitter_.emit(EventKind::BackwardPre, m, model::kNone, coordinator_->step_id());
+  coordinator_->prologue_and_record(m);
+  coordinator_->fetch(m, false, in_graph_task_);
+  zenflow_pre(m);
+  if (!modules_.own_params[m].empty()) {
+    check_compute_layout(m);
+    emitter_.emit(EventKind::Compute, m);
+  }
+}
+
+void Process::post_backward(ModuleIndex m) {
+  emitter_.context.phase = Phase::Bwd;
+  emitter_.emit(EventKind::BackwardPost, m, model::kNone, coordinator_->step_id());
+  zenflow_post(m);
+  coordinator_->release(m, false);
+}
+
+void Process::replay(int32_t region_index) {
+  Region& region = regions_[static_cast<size_t>(region_index)];
+  region.replayed = true;
+  // The region's forward runs again with grad enabled inside the backward graph task, with
+  // _in_forward off: recompute fetches, no discovery (2.7, 2.12).
+  const Phase saved_phase = emitter_.context.phase;
+  emitter_.context.phase = Phase::Recompute;
+  grad_enabled_ = true;
+  if (region.reentrant) {
+    const size_t begin = nodes_.size();
+    run_body(region.module, *region.body, true);
+    emitter_.context.phase = Phase::Bwd;
+    run_backward(begin);  // the nested backward over the replayed graph
+    nodes_.resize(begin);
+  } else {
+    // The replay's own nodes are discarded; torch stops it once every saved tensor is back.
+    record_nodes_ = false;
+    replay_compute_left_ = region.compute_nodes;
+    run_body(region.module, *region.body, true);
+    record_nodes_ = true;
+    stopping_ = false;
+    replay_compute_left_ = 0;
+  }
+  emitter_.context.phase = saved_phase;
+}
+
+// ---- ZenFlow transposed storage (section 6) ----
+
+void Process::zenflow_pre(ModuleIndex m) {
+  if (!scenario_.zenflow) {
+    return;
+  }
+  const int64_t id = modules_.ds_id[m];
+  for (ParamIndex p : coordinator_->param_list(m)) {
+    if (!params_.multi_dim[p]) {
+      continue;
+    }
+    if (options_.discovery == Discovery::ResidentSkip) {
+      params_.compute_layout[p] ^= 1;  // old hooks: every pre-hook flips
+    } else {
+      // Fixed hooks: only the sole consumer flips to compute layout (recompute owners are not
+      // consumers in the transpose sense, 6 [I]).
+      const IdSet& consumers = params_.consumers[p];
+      size_t others = 0;
+      for (int64_t c : consumers.ids()) {
+        if (c != id && c != params_.attributed_owner[p]) {
+          ++others;
+        }
+      }
+      if (!consumers.contains(id) || others > 0 || params_.compute_layout[p]) {
+        continue;
+      }
+      params_.compute_layout[p] = 1;
+    }
+    emitter_.emit(EventKind::Transpose, m, p, -1, -1, Status::None);
+  }
+}
+
+void Process::zenflow_post(ModuleIndex m) {
+  if (!scenario_.zenflow) {
+    return;
+  }
+  const int64_t id = modules_.ds_id[m];
+  for (ParamIndex p : coordinator_->param_list(m)) {
+    if (!params_.multi_dim[p]) {
+      continue;
+    }
+    if (options_.discovery == Discovery::ResidentSkip) {
+      params_.compute_layout[p] ^= 1;
+    } else {
+      const IdSet& consumers = params_.consumers[p];
+      size_t others = 0;
+      for (int64_t c : consumers.ids()) {
+        if (c != id && c != params_.attributed_owner[p]) {
+          ++others;
+        }
+      }
+      if (!consumers.contains(id) || others > 0 || !params_.compute_layout[p]) {
+        continue;
+      }
+      params_.compute_layout[p] = 0;
+    }
+    emitter_.emit(EventKind::Transpose, m, p, -1, -1, Status::None);
+  }
+}
+
+void Process::check_compute_layout(ModuleIndex m) {
+  if (!scenario_.zenflow) {
+    return;
+  }
+  for (ParamIndex p : modules_.own_params[m]) {
+    if (params_.multi_dim[p] && !params_.compute_layout[p]) {
+      raise(OutcomeKind::Error,
+            fmt::format("ZenFlow layout defect: module '{}' computes with {} in storage "
+                        "(transposed) layout",
+                        scenario_.modules[m].qualified_name, scenario_.params[p].qualified_name),
+            "Two consumers of the parameter were active at once and each pre-forward hook "
+            "transposed it, so the inner module sees the storage layout. PR #8875's hooks "
+            "transpose only for the sole consumer: run with --discovery residency-independent.",
+            m);
+    }
+  }
+}
+
+}  // namespace zfetch::sim

@@ -1,0 +1,116 @@
+// One simulated training process (one rank): engines, hooks, forward programs, autograd order,
+// checkpoint replay, the parameter getter and the schedule (semantics sections 1, 2, 5, 6).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "model/scenario.h"
+#include "sim/collectives.h"
+#include "sim/coordinator.h"
+#include "sim/emitter.h"
+#include "sim/history.h"
+#include "sim/simulator.h"
+#include "sim/state.h"
+
+namespace zfetch::sim {
+
+/// The result of one rank's run.
+struct RankResult {
+  std::optional<Raised> raised;  ///< set when DeepSpeed would have raised on this rank
+  size_t collectives_before_failure = 0;
+  int64_t invalidations = 0;
+  std::vector<std::string> warnings;
+  RunStats stats;
+};
+
+class Process {
+ public:
+  Process(const model::Scenario& scenario, const Options& options, int32_t rank,
+          trace::EventSink& sink, CollectiveLog& collectives);
+
+  /// Runs the whole schedule; never throws.
+  RankResult run();
+
+ private:
+  // A node of the autograd graph built by a training forward (2.5, 2.6).
+  struct Node {
+    enum class Kind : uint8_t { PostBackward, Compute, PreBackward, Checkpoint };
+    Kind kind;
+    ModuleIndex module;
+    int32_t region;  ///< Checkpoint: the region; Compute: its non-reentrant region, or -1
+  };
+  // A checkpointed region of one forward (2.7).
+  struct Region {
+    const std::vector<model::Op>* body;
+    ModuleIndex module;  ///< the module whose forward runs the region
+    bool reentrant;
+    int32_t compute_nodes;  ///< non-reentrant: saved-tensor nodes created by the original forward
+    bool replayed;
+  };
+
+  void run_schedule();
+  void build_engine(bool fresh_model);
+  void train_micro_step();
+  void eval_pass();
+  void optimizer_step();
+  void save_checkpoint();
+  void load_checkpoint();
+
+  bool call_module(ModuleIndex m, bool input_rg);
+  bool call_hookless(ModuleIndex m, bool input_rg);
+  bool run_body(ModuleIndex m, const std::vector<model::Op>& ops, bool rg);
+  bool run_default_forward(ModuleIndex m, bool rg);
+  bool own_compute(ModuleIndex m, bool rg);
+  bool access(ModuleIndex context, const model::Op& op, bool rg);
+  void run_backward(size_t begin);
+  void pre_backward(ModuleIndex m);
+  void post_backward(ModuleIndex m);
+  void replay(int32_t region);
+  void register_external(ModuleIndex m, ParamIndex p, Status status_at_access);
+  void handle_returns(ModuleIndex m);
+  void zenflow_pre(ModuleIndex m);
+  void zenflow_post(ModuleIndex m);
+  void check_compute_layout(ModuleIndex m);
+  bool condition_holds(const model::Condition& when) const;
+  [[nodiscard]] ModuleIndex stack_top() const;
+  [[noreturn]] void raise(OutcomeKind kind, std::string message, std::string explanation,
+                          ModuleIndex module = model::kNone);
+
+  const model::Scenario& scenario_;
+  const model::ZeroConfig& config_;
+  Options options_;
+  CollectiveLog& collectives_;
+  ParamState params_;
+  ModuleState modules_;
+  Emitter emitter_;
+  History history_;
+  std::unique_ptr<Coordinator> coordinator_;
+
+  // Process-global state (10.1, 10.2): counters and FWD_MODULE_STACK.
+  int64_t next_param_id_ = 0;
+  int64_t module_counter_ = 0;
+  std::vector<ModuleIndex> fwd_stack_;  ///< kForeign for roots of destroyed engines' models
+  static constexpr ModuleIndex kForeign = model::kNone - 1;
+
+  // Engine state.
+  int64_t engine_micro_steps_ = 0;
+  int64_t micro_in_step_ = 0;
+  bool in_forward_ = false;  ///< _in_forward (2.12)
+  bool grad_enabled_ = false;
+  bool in_graph_task_ = false;
+  bool record_nodes_ = true;  ///< false during a non-reentrant replay (its nodes are discarded)
+  bool stopping_ = false;     ///< non-reentrant early stop unwinding (2.7)
+  int32_t replay_compute_left_ = 0;
+  int32_t current_region_ = -1;
+  bool eval_ = false;
+  std::vector<Node> nodes_;
+  std::vector<Region> regions_;
+  std::vector<std::vector<ParamIndex>> returned_;  ///< per module: params returned this call
+  int64_t invalidations_before_ = 0;
+  std::vector<std::string> warnings_;
+};
+
+}  // namespace zfetch::sim

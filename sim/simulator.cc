@@ -1,0 +1,232 @@
+// simulate(): runs the ranks that can differ and compares their collectives (semantics 10.15).
+#include "sim/simulator.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <set>
+
+#include "sim/ds_format.h"
+#include "sim/process.h"
+
+namespace zfetch::sim {
+namespace {
+
+constexpr std::array<std::string_view, 2> kDiscoveryNames = {"resident-skip",
+                                                             "residency-independent"};
+constexpr std::array<std::string_view, 8> kOutcomeNames = {"pass",
+                                                           "trace-invalidated",
+                                                           "fetch-queue-mismatch",
+                                                           "inflight-params",
+                                                           "rank-divergence",
+                                                           "hang",
+                                                           "not-available",
+                                                           "error"};
+
+void collect_ranks(const std::vector<model::Op>& ops, std::set<int64_t>& ranks) {
+  for (const model::Op& op : ops) {
+    ranks.insert(op.when.ranks.begin(), op.when.ranks.end());
+    collect_ranks(op.body, ranks);
+  }
+}
+
+// The ranks whose programs can differ: every rank a `when: {rank: ...}` names, plus one rank
+// that none names (all such ranks behave alike). Rank 0 is always simulated: it is the
+// reference of DeepSpeed's agreement checks.
+std::vector<int32_t> distinct_ranks(const model::Scenario& scenario) {
+  std::set<int64_t> named;
+  for (const model::ModuleSpec& m : scenario.modules) {
+    collect_ranks(m.forward, named);
+  }
+  std::vector<int32_t> ranks = {0};
+  for (int64_t r : named) {
+    if (r > 0 && r < scenario.world_size) {
+      ranks.push_back(static_cast<int32_t>(r));
+    }
+  }
+  for (int64_t r = 1; r < scenario.world_size && !named.empty(); ++r) {
+    if (!named.count(r)) {
+      ranks.push_back(static_cast<int32_t>(r));
+      break;
+    }
+  }
+  std::sort(ranks.begin(), ranks.end());
+  return ranks;
+}
+
+bool is_agreement(CollectiveKind kind) {
+  return kind == CollectiveKind::AgreeModules || kind == CollectiveKind::AgreeParams ||
+         kind == CollectiveKind::AgreeSteps;
+}
+
+std::string_view collective_name(CollectiveKind kind) {
+  switch (kind) {
+  case CollectiveKind::AgreeModules:
+  case CollectiveKind::AgreeParams:
+  case CollectiveKind::AgreeSteps:
+    return "a trace agreement check (broadcast)";
+  case CollectiveKind::Gather:
+    return "a coordinator all-gather";
+  case CollectiveKind::GetterGather:
+    return "a getter all-gather";
+  case CollectiveKind::PersistentGather:
+    return "a persistent-parameter all-gather";
+  }
+  return "a collective";
+}
+
+struct RankRun {
+  int32_t rank;
+  RankResult result;
+  std::vector<Collective> collectives;
+};
+
+// Compares the ranks' collective sequences (10.15): the first position where one rank differs
+// from rank 0 decides between an agreement error, a hang, and an earlier local error.
+Outcome compare_ranks(std::vector<RankRun>& runs) {
+  const RankRun& ref = runs.front();
+  Outcome outcome;
+  for (const RankRun& run : runs) {
+    outcome.stats.events += run.result.stats.events;
+  }
+  // The earliest divergence over all ranks.
+  size_t first = SIZE_MAX;
+  const RankRun* diverging = nullptr;
+  for (const RankRun& run : runs) {
+    const size_t n = std::min(run.collectives.size(), ref.collectives.size());
+    size_t k = 0;
+    while (k < n && run.collectives[k].kind == ref.collectives[k].kind &&
+           run.collectives[k].payload == ref.collectives[k].payload) {
+      ++k;
+    }
+    if (k == n && run.collectives.size() == ref.collectives.size()) {
+      continue;
+    }
+    if (k < first) {
+      first = k;
+      diverging = &run;
+    }
+  }
+  // A rank that raised before reaching the divergence ends the run with its own error.
+  for (const RankRun& run : runs) {
+    if (run.result.raised && run.collectives.size() <= first) {
+      outcome.kind = run.result.raised->kind;
+      outcome.failure = run.result.raised->failure;
+      outcome.invalidations = run.result.invalidations;
+      return outcome;
+    }
+  }
+  outcome.invalidations = ref.result.invalidations;
+  if (diverging == nullptr) {
+    return outcome;  // no rank raised and all agree
+  }
+  Failure failure;
+  failure.rank = diverging->rank;
+  const bool both = first < ref.collectives.size() && first < diverging->collectives.size();
+  if (both && is_agreement(ref.collectives[first].kind) &&
+      ref.collectives[first].kind == diverging->collectives[first].kind) {
+    const auto& a = ref.collectives[first].payload;
+    const auto& b = diverging->collectives[first].payload;
+    outcome.kind = OutcomeKind::RankDivergence;
+    // assert_ints_same_as_other_ranks (deepspeed/runtime/zero/utils.py), raised on rank r.
+    failure.message =
+        a.size() != b.size()
+            ? fmt::format(
+                  "Detected a disagreement on list length between rank0 and rank{}: \n "
+                  "rank0: {} \n rank{}: {}",
+                  diverging->rank, a.size(), diverging->rank, b.size())
+            : fmt::format(
+                  "Detected a disagreement on list contents between rank0 and rank{}: "
+                  "\n list length: {}\n rank0: {} \n rank{}: {}",
+                  diverging->rank, a.size(), python_list(a), diverging->rank, python_list(b));
+    failure.explanation = fmt::format(
+        "Rank 0 and rank {} recorded different module orders in the same pass (a `when: "
+        "{{rank: ...}}` branch). Every rank must run the same modules in the same order; mark "
+        "the data-dependent subtree as a z3 leaf module (set_z3_leaf_modules / "
+        "zero_optimization.leaf_module) so that it is fetched as one unit.",
+        diverging->rank);
+  } else {
+    outcome.kind = OutcomeKind::Hang;
+    const std::string_view mine =
+        first < ref.collectives.size() ? collective_name(ref.collectives[first].kind) : "nothing";
+    const std::string_view theirs = first < diverging->collectives.size()
+                                        ? collective_name(diverging->collectives[first].kind)
+                                        : "nothing";
+    failure.message = fmt::format(
+        "ranks diverge at collective #{}: rank 0 issues {}, rank {} issues {} (DeepSpeed hangs "
+        "here until the NCCL/gloo timeout)",
+        first, mine, diverging->rank, theirs);
+    failure.explanation =
+        "The ranks issue different collectives, so each waits for the others forever. In "
+        "COMPLETE mode a rank-dependent module order invalidates the trace on some ranks only; "
+        "those ranks then run the agreement checks at the next reset and the others do not "
+        "(semantics 10.15). Make the subtree a z3 leaf so that every rank fetches the same "
+        "parameters.";
+  }
+  outcome.failure = failure;
+  return outcome;
+}
+
+}  // namespace
+
+std::string_view format_as(Discovery discovery) {
+  return kDiscoveryNames[static_cast<size_t>(discovery)];
+}
+
+std::optional<Discovery> parse_discovery(std::string_view name) {
+  for (size_t i = 0; i < kDiscoveryNames.size(); ++i) {
+    if (kDiscoveryNames[i] == name) {
+      return static_cast<Discovery>(i);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string_view format_as(OutcomeKind kind) {
+  return kOutcomeNames[static_cast<size_t>(kind)];
+}
+
+std::optional<OutcomeKind> parse_outcome(std::string_view name) {
+  for (size_t i = 0; i < kOutcomeNames.size(); ++i) {
+    if (kOutcomeNames[i] == name) {
+      return static_cast<OutcomeKind>(i);
+    }
+  }
+  return std::nullopt;
+}
+
+Outcome simulate(const model::Scenario& scenario, const Options& options, trace::EventSink& sink) {
+  const std::vector<int32_t> ranks = distinct_ranks(scenario);
+  const bool compare = ranks.size() > 1;
+  std::vector<RankRun> runs;
+  for (int32_t rank : ranks) {
+    CollectiveLog log(compare);
+    Process process(scenario, options, rank, sink, log);
+    RankRun run{rank, process.run(), {}};
+    run.collectives = log.entries();
+    runs.push_back(std::move(run));
+  }
+  Outcome outcome;
+  if (compare) {
+    outcome = compare_ranks(runs);
+  } else {
+    const RankResult& r = runs.front().result;
+    outcome.invalidations = r.invalidations;
+    if (r.raised) {
+      outcome.kind = r.raised->kind;
+      outcome.failure = r.raised->failure;
+    }
+  }
+  if (!outcome.failure && outcome.invalidations > 0) {
+    outcome.kind = OutcomeKind::TraceInvalidated;
+  }
+  outcome.stats = runs.front().result.stats;
+  for (size_t i = 1; i < runs.size(); ++i) {
+    outcome.stats.events += runs[i].result.stats.events;
+  }
+  outcome.warnings = runs.front().result.warnings;
+  return outcome;
+}
+
+}  // namespace zfetch::sim

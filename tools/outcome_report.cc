@@ -1,0 +1,97 @@
+// Text and JSON renderings of a simulation outcome.
+#include "tools/outcome_report.h"
+
+#include <fmt/format.h>
+
+#include "trace/names.h"
+
+namespace zfetch::tools {
+namespace {
+
+std::string module_label(const model::Scenario& scenario, model::ModuleIndex m) {
+  if (m == model::kNone) {
+    return "";
+  }
+  const std::string& q = scenario.modules[m].qualified_name;
+  return q.empty() ? "<root>" : q;
+}
+
+}  // namespace
+
+std::string outcome_summary(const model::Scenario& scenario, const sim::Outcome& outcome) {
+  if (!outcome.failure) {
+    if (outcome.kind == sim::OutcomeKind::TraceInvalidated) {
+      return fmt::format("pass with {} trace invalidation{}", outcome.invalidations,
+                         outcome.invalidations == 1 ? "" : "s");
+    }
+    return "pass";
+  }
+  const sim::Failure& f = *outcome.failure;
+  std::string where = fmt::format("{} in phase {}", format_as(outcome.kind), format_as(f.phase));
+  if (f.module != model::kNone) {
+    where += fmt::format(" of '{}'", module_label(scenario, f.module));
+  }
+  return fmt::format("{} at engine {}, micro-step {}, trace step {} (rank {})", where, f.engine,
+                     f.micro_step, f.trace_step, f.rank);
+}
+
+std::string outcome_text(const model::Scenario& scenario, sim::Discovery discovery,
+                         const sim::Outcome& outcome) {
+  std::string out = fmt::format("scenario: {} ({})\n", scenario.name, scenario.path);
+  out += fmt::format("discovery: {}\n", format_as(discovery));
+  out += fmt::format("outcome: {}\n", outcome_summary(scenario, outcome));
+  out += fmt::format(
+      "ran: {} optimizer steps, {} passes, {} fetches, {} gathers ({} bytes), {} "
+      "events\n",
+      outcome.stats.optimizer_steps, outcome.stats.passes, outcome.stats.fetches,
+      outcome.stats.gathers, outcome.stats.gathered_bytes, outcome.stats.events);
+  for (const std::string& warning : outcome.warnings) {
+    out += fmt::format("warning: {}\n", warning);
+  }
+  if (outcome.failure) {
+    out += fmt::format("\nDeepSpeed raises:\n{}\n", outcome.failure->message);
+    if (!outcome.failure->explanation.empty()) {
+      out += fmt::format("\nwhy:\n{}", outcome.failure->explanation);
+      if (out.back() != '\n') {
+        out += '\n';
+      }
+    }
+  }
+  return out;
+}
+
+nlohmann::ordered_json outcome_json(const model::Scenario& scenario, sim::Discovery discovery,
+                                    const sim::Outcome& outcome) {
+  nlohmann::ordered_json j;
+  j["scenario"] = scenario.name;
+  j["path"] = scenario.path;
+  j["discovery"] = format_as(discovery);
+  j["outcome"] = format_as(outcome.kind);
+  j["invalidations"] = outcome.invalidations;
+  if (outcome.failure) {
+    const sim::Failure& f = *outcome.failure;
+    j["failure"] = {{"message", f.message},
+                    {"explanation", f.explanation},
+                    {"phase", format_as(f.phase)},
+                    {"module", module_label(scenario, f.module)},
+                    {"rank", f.rank},
+                    {"engine", f.engine},
+                    {"step", f.step},
+                    {"micro_step", f.micro_step},
+                    {"trace_step", f.trace_step}};
+  }
+  j["warnings"] = outcome.warnings;
+  const sim::RunStats& s = outcome.stats;
+  j["stats"] = {{"events", s.events},
+                {"passes", s.passes},
+                {"optimizer_steps", s.optimizer_steps},
+                {"fetches", s.fetches},
+                {"gathers", s.gathers},
+                {"gathered_params", s.gathered_params},
+                {"gathered_bytes", s.gathered_bytes},
+                {"getter_gathers", s.getter_gathers},
+                {"releases", s.releases}};
+  return j;
+}
+
+}  // namespace zfetch::tools
