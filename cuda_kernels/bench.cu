@@ -133,7 +133,8 @@ std::vector<std::uint64_t> param_offsets(const BucketLayout& layout, std::uint64
 
 // The kernel and a plain copy of the same bytes, on rank 0's GPU, `sim` shards in one buffer.
 void time_local(NcclWorld& world, const BucketLayout& layout, const BenchConfig& config,
-                Timing* memcpy_d2d, Timing& kernel, std::uint32_t* chunks) {
+                Timing* memcpy_d2d, Timing& kernel, std::uint32_t* chunks,
+                int variant = kDefaultGatherVariant, std::uint32_t chunk_bytes = 0) {
   LocalRank& lr = world.local()[0];
   ZFETCH_CUDA_CHECK(cudaSetDevice(lr.device));
   std::uint64_t out_set = 0;
@@ -152,7 +153,7 @@ void time_local(NcclWorld& world, const BucketLayout& layout, const BenchConfig&
   for (const std::uint64_t o : off) {
     dst.push_back(out.get() + o);
   }
-  const FusedGather gather(layout, src, dst);
+  const FusedGather gather(layout, src, dst, lr.stream, chunk_bytes, variant);
   if (chunks != nullptr) {
     *chunks = gather.num_chunks();
   }
@@ -215,7 +216,7 @@ NcclTimes time_nccl(NcclWorld& world, const BucketLayout& layout, const BenchCon
     for (const std::uint64_t o : off) {
       dst.push_back(pr.out.get() + o);
     }
-    pr.gather = std::make_unique<FusedGather>(layout, src, dst);
+    pr.gather = std::make_unique<FusedGather>(layout, src, dst, lr.stream);
     ranks.push_back(std::move(pr));
   }
   const ncclDataType_t type = nccl_type(layout.elem_bytes, false);
@@ -312,6 +313,22 @@ BenchResult run_bench(NcclWorld& world, const BenchConfig& config) {
     p.ag_kernel = t.ag_kernel;
     p.reduce_scatter = t.reduce_scatter;
     result.sweep.push_back(p);
+  }
+  // Kernel variants and chunk sizes on large buckets, each beside a memcpy of the same run.
+  for (const std::uint64_t bytes : {256ULL << 20, 1ULL << 30}) {
+    if (bytes > config.max_bytes || !config.variants) {
+      continue;
+    }
+    const BucketLayout sim = make_bucket_layout(sweep_numels(bytes, 2, unit), config.sim_world, 2);
+    for (int v = 0; v < kGatherVariants + 2; ++v) {
+      VariantPoint vp;
+      vp.bytes = sim.output_bytes();
+      vp.variant = v < kGatherVariants ? v : kDefaultGatherVariant;
+      vp.chunk_bytes = v < kGatherVariants ? 0 : (v == kGatherVariants ? 8192 : 65536);
+      time_local(world, sim, config, &vp.memcpy_d2d, vp.kernel, &vp.chunks, vp.variant,
+                 vp.chunk_bytes);
+      result.variants.push_back(vp);
+    }
   }
   // A bucket of many small params, 1 to 64 KiB each, odd sizes (bf16).
   std::vector<std::uint64_t> numels;

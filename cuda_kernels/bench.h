@@ -17,6 +17,7 @@ struct BenchConfig {
   std::uint32_t sim_world = 8;  ///< simulated ranks whose shards the kernel gathers on one GPU
   std::uint32_t small_params = 1000;
   std::uint64_t seed = 1;
+  bool variants = true;  ///< also time every kernel variant on 256 MiB and 1 GiB buckets
 };
 
 /// Median and spread of per-iteration times; a sample times `inner` back-to-back iterations.
@@ -52,12 +53,23 @@ struct SmallParamsPoint {
   Timing ag_kernel;
 };
 
+/// One kernel variant / chunk size on a large bucket, with a memcpy of the same run.
+struct VariantPoint {
+  std::uint64_t bytes = 0;
+  int variant = 0;
+  std::uint32_t chunk_bytes = 0;  ///< 0: choose_chunk_bytes
+  std::uint32_t chunks = 0;
+  Timing memcpy_d2d;
+  Timing kernel;
+};
+
 struct BenchResult {
   std::string device;
   int world = 1;
   std::uint32_t sim_world = 8;
   std::vector<SweepPoint> sweep;
   SmallParamsPoint small;
+  std::vector<VariantPoint> variants;
   std::uint64_t h2d_bytes = 0;
   Timing h2d;
 };

@@ -18,7 +18,33 @@ void fail(const char* file, int line, const std::string& message) {
 
 namespace {
 
-constexpr int kUnroll = 4;  // independent 16-byte loads in flight per lane
+constexpr int kWordUnroll = 4;  // independent 4-byte loads in flight per lane (slow paths)
+
+template <int Hint>
+__device__ __forceinline__ uint4 load16(const uint4* p) {
+  if constexpr (Hint == 1) {
+    return __ldcs(p);
+  } else if constexpr (Hint == 2) {
+    uint4 r;
+    asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r.x), "=r"(r.y), "=r"(r.z), "=r"(r.w)
+                 : "l"(p));
+    return r;
+  } else {
+    return *p;
+  }
+}
+template <int Hint>
+__device__ __forceinline__ void store16(uint4* p, const uint4& v) {
+  if constexpr (Hint == 1) {
+    __stcs(p, v);
+  } else {
+    *p = v;
+  }
+}
+__device__ __forceinline__ std::uint32_t load4(const std::uint32_t* p) {
+  return *p;
+}
 
 // Lanes copy single bytes [0, n), n < 32 * something small (heads and tails).
 __device__ __forceinline__ void copy_bytes(std::byte* d, const std::byte* s, std::uint64_t n,
@@ -28,20 +54,42 @@ __device__ __forceinline__ void copy_bytes(std::byte* d, const std::byte* s, std
   }
 }
 
-// Body copy of `n` units of type T, both pointers T-aligned; kUnroll loads issued before stores.
-template <typename T>
-__device__ __forceinline__ void copy_units(T* d, const T* s, std::uint64_t n, unsigned lane) {
-  for (std::uint64_t base = 0; base < n; base += 32 * kUnroll) {
-    T r[kUnroll];
+// Body copies, both pointers aligned to the unit; all loads of a round issued before its stores.
+template <int Unroll, int Hint>
+__device__ __forceinline__ void copy_vec16(uint4* d, const uint4* s, std::uint64_t n,
+                                           unsigned lane) {
+  for (std::uint64_t base = 0; base < n; base += 32 * Unroll) {
+    uint4 r[Unroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < Unroll; ++u) {
       const std::uint64_t i = base + static_cast<std::uint64_t>(u) * 32 + lane;
       if (i < n) {
-        r[u] = s[i];
+        r[u] = load16<Hint>(s + i);
       }
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < Unroll; ++u) {
+      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * 32 + lane;
+      if (i < n) {
+        store16<Hint == 1 ? 1 : 0>(d + i, r[u]);
+      }
+    }
+  }
+}
+
+__device__ __forceinline__ void copy_words(std::uint32_t* d, const std::uint32_t* s,
+                                           std::uint64_t n, unsigned lane) {
+  for (std::uint64_t base = 0; base < n; base += 32 * kWordUnroll) {
+    std::uint32_t r[kWordUnroll];
+#pragma unroll
+    for (int u = 0; u < kWordUnroll; ++u) {
+      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * 32 + lane;
+      if (i < n) {
+        r[u] = load4(s + i);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kWordUnroll; ++u) {
       const std::uint64_t i = base + static_cast<std::uint64_t>(u) * 32 + lane;
       if (i < n) {
         d[i] = r[u];
@@ -57,17 +105,17 @@ __device__ __forceinline__ void copy_words_shifted(std::uint32_t* d, const std::
   const auto addr = reinterpret_cast<std::uintptr_t>(s);
   const unsigned shift = static_cast<unsigned>(addr & 3U) * 8U;
   const auto* w = reinterpret_cast<const std::uint32_t*>(addr & ~std::uintptr_t{3});
-  for (std::uint64_t base = 0; base < n; base += 32 * kUnroll) {
-    std::uint32_t r[kUnroll];
+  for (std::uint64_t base = 0; base < n; base += 32 * kWordUnroll) {
+    std::uint32_t r[kWordUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kWordUnroll; ++u) {
       const std::uint64_t i = base + static_cast<std::uint64_t>(u) * 32 + lane;
       if (i < n) {
         r[u] = __funnelshift_r(w[i], w[i + 1], shift);
       }
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < kWordUnroll; ++u) {
       const std::uint64_t i = base + static_cast<std::uint64_t>(u) * 32 + lane;
       if (i < n) {
         d[i] = r[u];
@@ -76,6 +124,7 @@ __device__ __forceinline__ void copy_words_shifted(std::uint32_t* d, const std::
   }
 }
 
+template <int Unroll, int Hint>
 __device__ __forceinline__ void warp_copy(std::byte* d, const std::byte* s, std::uint64_t n,
                                           unsigned lane) {
   const auto da = reinterpret_cast<std::uintptr_t>(d);
@@ -89,9 +138,10 @@ __device__ __forceinline__ void warp_copy(std::byte* d, const std::byte* s, std:
   n -= head;
   const std::uint64_t units = n / align;
   if (align == 16) {
-    copy_units(reinterpret_cast<uint4*>(d), reinterpret_cast<const uint4*>(s), units, lane);
+    copy_vec16<Unroll, Hint>(reinterpret_cast<uint4*>(d), reinterpret_cast<const uint4*>(s), units,
+                             lane);
   } else if (((da ^ sa) & 3U) == 0) {
-    copy_units(reinterpret_cast<std::uint32_t*>(d), reinterpret_cast<const std::uint32_t*>(s),
+    copy_words(reinterpret_cast<std::uint32_t*>(d), reinterpret_cast<const std::uint32_t*>(s),
                units, lane);
   } else {
     copy_words_shifted(reinterpret_cast<std::uint32_t*>(d), s, units, lane);
@@ -101,6 +151,7 @@ __device__ __forceinline__ void warp_copy(std::byte* d, const std::byte* s, std:
   copy_bytes(d + done, s + done, n - done, lane);
 }
 
+template <int Unroll, int Hint>
 __global__ void __launch_bounds__(kGatherThreads)
     gather_kernel(const DeviceChunk* __restrict__ chunks, std::uint32_t num_chunks,
                   std::ptrdiff_t src_shift, std::ptrdiff_t dst_shift) {
@@ -117,7 +168,7 @@ __global__ void __launch_bounds__(kGatherThreads)
     if (c + stride < num_chunks) {
       next = chunks[c + stride];
     }
-    warp_copy(cur.dst + dst_shift, cur.src + src_shift, cur.bytes, lane);
+    warp_copy<Unroll, Hint>(cur.dst + dst_shift, cur.src + src_shift, cur.bytes, lane);
     cur = next;
   }
 }
@@ -125,11 +176,33 @@ __global__ void __launch_bounds__(kGatherThreads)
 }  // namespace
 
 void launch_gather(const DeviceChunk* chunks, std::uint32_t num_chunks, int grid,
-                   std::ptrdiff_t src_shift, std::ptrdiff_t dst_shift, cudaStream_t stream) {
+                   std::ptrdiff_t src_shift, std::ptrdiff_t dst_shift, cudaStream_t stream,
+                   int variant) {
   if (num_chunks == 0) {
     return;
   }
-  gather_kernel<<<grid, kGatherThreads, 0, stream>>>(chunks, num_chunks, src_shift, dst_shift);
+  switch (variant) {
+  case 0:
+    gather_kernel<4, 0>
+        <<<grid, kGatherThreads, 0, stream>>>(chunks, num_chunks, src_shift, dst_shift);
+    break;
+  case 2:
+    gather_kernel<4, 1>
+        <<<grid, kGatherThreads, 0, stream>>>(chunks, num_chunks, src_shift, dst_shift);
+    break;
+  case 3:
+    gather_kernel<8, 2>
+        <<<grid, kGatherThreads, 0, stream>>>(chunks, num_chunks, src_shift, dst_shift);
+    break;
+  case 4:
+    gather_kernel<8, 1>
+        <<<grid, kGatherThreads, 0, stream>>>(chunks, num_chunks, src_shift, dst_shift);
+    break;
+  default:
+    gather_kernel<8, 0>
+        <<<grid, kGatherThreads, 0, stream>>>(chunks, num_chunks, src_shift, dst_shift);
+    break;
+  }
   ZFETCH_CUDA_CHECK_LAUNCH();
 }
 
@@ -139,13 +212,15 @@ int gather_resident_blocks() {
   int sms = 0;
   ZFETCH_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   int per_sm = 0;
-  ZFETCH_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gather_kernel, kGatherThreads, 0));
+  ZFETCH_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gather_kernel<8, 0>,
+                                                                  kGatherThreads, 0));
   return std::max(1, sms * per_sm);
 }
 
 FusedGather::FusedGather(const BucketLayout& layout, std::span<const std::byte* const> rank_src,
-                         std::span<std::byte* const> param_dst, std::uint32_t max_chunk_bytes) {
+                         std::span<std::byte* const> param_dst, cudaStream_t stream,
+                         std::uint32_t max_chunk_bytes, int variant)
+    : variant_(variant) {
   const int resident = gather_resident_blocks();
   const auto warps = static_cast<std::uint32_t>(resident * (kGatherThreads / 32));
   chunk_bytes_ =
@@ -163,8 +238,9 @@ FusedGather::FusedGather(const BucketLayout& layout, std::span<const std::byte* 
   grid_ = std::max(1, std::min(resident, static_cast<int>(blocks_needed)));
   if (num_chunks_ > 0) {
     ZFETCH_CUDA_CHECK(cudaMalloc(&table_, host.size() * sizeof(DeviceChunk)));
-    ZFETCH_CUDA_CHECK(
-        cudaMemcpy(table_, host.data(), host.size() * sizeof(DeviceChunk), cudaMemcpyHostToDevice));
+    ZFETCH_CUDA_CHECK(cudaMemcpyAsync(table_, host.data(), host.size() * sizeof(DeviceChunk),
+                                      cudaMemcpyHostToDevice, stream));
+    ZFETCH_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 }
 
@@ -181,7 +257,7 @@ FusedGather::~FusedGather() {
 
 void FusedGather::launch(cudaStream_t stream, std::ptrdiff_t src_shift,
                          std::ptrdiff_t dst_shift) const {
-  launch_gather(table_, num_chunks_, grid_, src_shift, dst_shift, stream);
+  launch_gather(table_, num_chunks_, grid_, src_shift, dst_shift, stream, variant_);
 }
 
 }  // namespace zfetch::gpu

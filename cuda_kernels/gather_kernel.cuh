@@ -23,11 +23,18 @@ struct alignas(16) DeviceChunk {
 /// Threads per block of the gather kernel (8 warps).
 inline constexpr int kGatherThreads = 256;
 
+/// Kernel variants (16-byte loads in flight per lane, cache hints), timed by `bench`:
+/// 0: 4 plain; 1: 8 plain; 2: 4 streaming (ld/st.cs); 3: 8 with ld.nc.L1::no_allocate.L2::256B;
+/// 4: 8 streaming.
+inline constexpr int kGatherVariants = 5;
+inline constexpr int kDefaultGatherVariant = 1;
+
 /// Launches the gather over `num_chunks` chunks in `chunks` (device memory) with `grid` blocks;
 /// every address is offset by `src_shift` / `dst_shift` bytes (benchmarks rotate buffer sets
 /// that way; 0 otherwise). Checks the launch.
 void launch_gather(const DeviceChunk* chunks, std::uint32_t num_chunks, int grid,
-                   std::ptrdiff_t src_shift, std::ptrdiff_t dst_shift, cudaStream_t stream);
+                   std::ptrdiff_t src_shift, std::ptrdiff_t dst_shift, cudaStream_t stream,
+                   int variant = kDefaultGatherVariant);
 
 /// Blocks of a persistent grid on the current device: resident blocks (occupancy) times SMs.
 [[nodiscard]] int gather_resident_blocks();
@@ -41,9 +48,12 @@ class FusedGather {
  public:
   /// Plans the gather of `layout` from `rank_src[r]` (rank r's flat input, device pointers) into
   /// `param_dst[i]` (param i's own buffer of N_i elements). `max_chunk_bytes` 0 picks
-  /// choose_chunk_bytes. Uploads the table with a synchronous copy on the current device.
+  /// choose_chunk_bytes. Uploads the table on `stream` (current device) and waits for it: a plain
+  /// cudaMemcpy from pageable memory may return before its DMA lands, and the non-blocking
+  /// streams the kernel runs on do not order after it (seen: wrong elements on an H200).
   FusedGather(const BucketLayout& layout, std::span<const std::byte* const> rank_src,
-              std::span<std::byte* const> param_dst, std::uint32_t max_chunk_bytes = 0);
+              std::span<std::byte* const> param_dst, cudaStream_t stream,
+              std::uint32_t max_chunk_bytes = 0, int variant = kDefaultGatherVariant);
   ~FusedGather();
   FusedGather(const FusedGather&) = delete;
   FusedGather& operator=(const FusedGather&) = delete;
@@ -61,6 +71,7 @@ class FusedGather {
   std::uint32_t num_chunks_ = 0;
   std::uint32_t chunk_bytes_ = 0;
   int grid_ = 1;
+  int variant_ = kDefaultGatherVariant;
 };
 
 }  // namespace zfetch::gpu

@@ -20,6 +20,7 @@
 #include "cuda_kernels/bench.h"
 #include "cuda_kernels/calibration.h"
 #include "cuda_kernels/check.h"
+#include "cuda_kernels/gather_kernel.cuh"
 #include "cuda_kernels/nccl_world.h"
 #include "cuda_kernels/verify.h"
 
@@ -249,6 +250,20 @@ int run_bench_cmd(const BenchOptions& o) {
                 gbps(static_cast<double>(p.gathered_bytes), p.all_gather) * bus,
                 gbps(static_cast<double>(p.bytes), p.kernel));
   }
+  if (!r.variants.empty()) {
+    std::printf(
+        "# kernel variants (0: U4, 1: U8, 2: U4 .cs, 3: U8 nc.L2::256B, 4: U8 .cs; default "
+        "%d)\n",
+        kDefaultGatherVariant);
+    std::printf("# %12s %7s %7s %8s %9s %9s %7s\n", "bytes", "variant", "chunk", "chunks", "memcpy",
+                "kernel", "k/copy");
+  }
+  for (const VariantPoint& v : r.variants) {
+    std::printf("  %12llu %7d %7u %8u %9.2f %9.2f %6.1f%%\n",
+                static_cast<unsigned long long>(v.bytes), v.variant, v.chunk_bytes, v.chunks,
+                v.memcpy_d2d.median_ns / 1e3, v.kernel.median_ns / 1e3,
+                100.0 * v.memcpy_d2d.median_ns / v.kernel.median_ns);
+  }
   std::printf("# small-params bucket: %u params, %llu bytes, %llu memcpys per gather\n", s.params,
               static_cast<unsigned long long>(s.bytes), static_cast<unsigned long long>(s.copies));
   std::printf(
@@ -352,6 +367,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000));
   bench->add_option("--sim-world", bo.config.sim_world, "simulated ranks for the kernel")
       ->check(CLI::Range(1, 1024));
+  bench->add_flag("!--no-variants", bo.config.variants, "skip the kernel-variant table");
   bench->add_option("--max-gpus", bo.max_gpus, "use at most this many local GPUs (0: all)");
   bench->callback([&] { action = [&] { return run_bench_cmd(bo); }; });
 

@@ -203,7 +203,7 @@ void verify_kernel_worker(const VerifyConfig& config, int device, std::uint32_t 
     for (const std::uint64_t o : pl.dst) {
       dst.push_back(out.get() + o);
     }
-    const FusedGather gather(layout, src, dst, b.chunk_bytes);
+    const FusedGather gather(layout, src, dst, stream, b.chunk_bytes);
     gather.launch(stream);
     ZFETCH_CUDA_CHECK(
         cudaMemcpyAsync(host_out.get(), out.get(), pl.out_bytes, cudaMemcpyDeviceToHost, stream));
@@ -344,7 +344,7 @@ NcclVerifyStats verify_nccl(NcclWorld& world, const VerifyConfig& config) {
       }
       ZFETCH_CUDA_CHECK(
           cudaMemsetAsync(pr.out.get(), static_cast<int>(kPoison), pl.out_bytes, lr.stream));
-      const FusedGather gather(layout, src, dst, b.chunk_bytes);
+      const FusedGather gather(layout, src, dst, lr.stream, b.chunk_bytes);
       gather.launch(lr.stream);
       ZFETCH_CUDA_CHECK(cudaMemcpyAsync(host_got.get(), pr.out.get(), pl.out_bytes,
                                         cudaMemcpyDeviceToHost, lr.stream));
