@@ -394,9 +394,10 @@ bool Process::call_module(ModuleIndex m, bool input_rg) {
   coordinator_->fetch(m, true, in_graph_task_);
   zenflow_pre(m);
   // post-backward installer: counter reset, one PostBackward node per input needing grad.
-  modules_.grads_remaining[m] = 0;
+  // setup_context counts the input even when the node is discarded (a non-reentrant replay),
+  // so the original graph's PostBackward node still brings the counter to 0 (seen on DeepSpeed).
+  modules_.grads_remaining[m] = input_rg ? 1 : 0;
   if (grad_enabled_ && input_rg && record_nodes_) {
-    modules_.grads_remaining[m] = 1;
     nodes_.push_back({Node::Kind::PostBackward, m, -1});
   }
   returned_[m].clear();
