@@ -16,11 +16,6 @@ constexpr size_t index_of(Stream s) {
   return static_cast<size_t>(s);
 }
 
-bool is_gather_kind(trace::EventKind kind) {
-  return kind == trace::EventKind::Gather || kind == trace::EventKind::Prefetch ||
-         kind == trace::EventKind::GetterGather || kind == trace::EventKind::PersistentGather;
-}
-
 }  // namespace
 
 std::string_view format_as(Stream stream) {

@@ -1,0 +1,28 @@
+// Setting one config value by its ds_config key, for `zfetch sweep --set KEY=VALUE`.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "model/scenario.h"
+
+namespace zfetch::model {
+
+/// The keys set_config_value accepts, in a fixed order (for messages and --help).
+std::span<const std::string_view> config_override_keys();
+
+/// Sets `key` to `value` in `scenario`. Keys are ds_config keys, with or without the
+/// `zero_optimization.` prefix (`stage3_prefetch_bucket_size`, `offload_param.device`, ...),
+/// plus the scenario-level `world_size` and `timing.tokens_per_micro_batch`. Integers are
+/// decimal, optionally with digit separators `_` or an exponent (`5e7`, DeepSpeed configs
+/// often write 1e9). Returns an error message (lowercase, user tokens quoted, with a
+/// "did you mean" for a misspelled key) and leaves `scenario` unchanged on failure.
+std::optional<std::string> set_config_value(Scenario& scenario, std::string_view key,
+                                            std::string_view value);
+
+/// Parses a non-negative integer as set_config_value does ("50_000_000", "5e7", "1000").
+std::optional<int64_t> parse_config_integer(std::string_view text);
+
+}  // namespace zfetch::model
