@@ -220,9 +220,18 @@ std::optional<ModuleIndex> ScenarioParser::resolve_call(const YAML::Node& node,
     walked = walked.empty() ? segment : walked + "." + segment;
     if (next == kNone) {
       const std::string wanted = dot == std::string::npos ? walked : walked + path->substr(dot);
-      reader_.error(node,
-                    fmt::format("module '{}' is not a child of '{}'", *path, describe(module)),
-                    reader_.did_you_mean(node, wanted, candidates));
+      // A module calling itself gets a plain note: the nearest child name would mislead.
+      std::vector<Note> notes;
+      if (at == module && segment == scenario_.modules[module].name) {
+        Note note;
+        note.loc = YamlReader::loc(node);
+        note.message = "a module cannot call itself; it calls its children";
+        notes.push_back(note);
+      } else {
+        notes = reader_.did_you_mean(node, wanted, candidates);
+      }
+      reader_.error(
+          node, fmt::format("module '{}' is not a child of '{}'", *path, describe(module)), notes);
       return std::nullopt;
     }
     at = next;

@@ -142,11 +142,20 @@ void ScenarioParser::read_expectations(const Field& field) {
   if (!reader_.expect_map(field)) {
     return;
   }
-  reader_.check_keys(field.value, kPolicies, "'expect'");
+  std::vector<std::string> seen;
   for (const auto& entry : field.value) {
-    if (std::find(kPolicies.begin(), kPolicies.end(), entry.first.Scalar()) != kPolicies.end()) {
-      read_expectation(entry.first, entry.second);
+    // The keys are policy names, so a wrong key is reported as an unknown policy.
+    const std::optional<std::string> policy =
+        reader_.read_choice({entry.first, "expect", {}}, "policy", kPolicies);
+    if (!policy) {
+      continue;
     }
+    if (std::find(seen.begin(), seen.end(), *policy) != seen.end()) {
+      reader_.error(entry.first, fmt::format("duplicate expectation for '{}'", *policy));
+      continue;
+    }
+    seen.push_back(*policy);
+    read_expectation(entry.first, entry.second);
   }
 }
 
