@@ -134,7 +134,8 @@ std::vector<std::uint64_t> param_offsets(const BucketLayout& layout, std::uint64
 // The kernel and a plain copy of the same bytes, on rank 0's GPU, `sim` shards in one buffer.
 void time_local(NcclWorld& world, const BucketLayout& layout, const BenchConfig& config,
                 Timing* memcpy_d2d, Timing& kernel, std::uint32_t* chunks,
-                int variant = kDefaultGatherVariant, std::uint32_t chunk_bytes = 0) {
+                int variant = kDefaultGatherVariant, std::uint32_t chunk_bytes = 0,
+                int grid_divisor = 1) {
   LocalRank& lr = world.local()[0];
   ZFETCH_CUDA_CHECK(cudaSetDevice(lr.device));
   std::uint64_t out_set = 0;
@@ -153,7 +154,8 @@ void time_local(NcclWorld& world, const BucketLayout& layout, const BenchConfig&
   for (const std::uint64_t o : off) {
     dst.push_back(out.get() + o);
   }
-  const FusedGather gather(layout, src, dst, lr.stream, chunk_bytes, variant);
+  FusedGather gather(layout, src, dst, lr.stream, chunk_bytes, variant);
+  gather.set_grid(gather.grid() / grid_divisor);
   if (chunks != nullptr) {
     *chunks = gather.num_chunks();
   }
@@ -320,13 +322,17 @@ BenchResult run_bench(NcclWorld& world, const BenchConfig& config) {
       continue;
     }
     const BucketLayout sim = make_bucket_layout(sweep_numels(bytes, 2, unit), config.sim_world, 2);
-    for (int v = 0; v < kGatherVariants + 2; ++v) {
+    // {variant, chunk bytes (0: auto), grid divisor}
+    static constexpr int kTrials[][3] = {{0, 0, 1}, {1, 0, 1}, {4, 0, 1},    {1, 8192, 1},
+                                         {1, 0, 2}, {1, 0, 4}, {0, 8192, 2}, {1, 8192, 4}};
+    for (const auto& trial : kTrials) {
       VariantPoint vp;
       vp.bytes = sim.output_bytes();
-      vp.variant = v < kGatherVariants ? v : kDefaultGatherVariant;
-      vp.chunk_bytes = v < kGatherVariants ? 0 : (v == kGatherVariants ? 8192 : 65536);
+      vp.variant = trial[0];
+      vp.chunk_bytes = static_cast<std::uint32_t>(trial[1]);
+      vp.grid_divisor = trial[2];
       time_local(world, sim, config, &vp.memcpy_d2d, vp.kernel, &vp.chunks, vp.variant,
-                 vp.chunk_bytes);
+                 vp.chunk_bytes, vp.grid_divisor);
       result.variants.push_back(vp);
     }
   }

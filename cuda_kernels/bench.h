@@ -59,6 +59,7 @@ struct VariantPoint {
   int variant = 0;
   std::uint32_t chunk_bytes = 0;  ///< 0: choose_chunk_bytes
   std::uint32_t chunks = 0;
+  int grid_divisor = 1;  ///< persistent grid = resident blocks / grid_divisor
   Timing memcpy_d2d;
   Timing kernel;
 };

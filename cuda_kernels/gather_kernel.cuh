@@ -65,6 +65,8 @@ class FusedGather {
   [[nodiscard]] std::uint32_t num_chunks() const { return num_chunks_; }
   [[nodiscard]] std::uint32_t chunk_bytes() const { return chunk_bytes_; }
   [[nodiscard]] int grid() const { return grid_; }
+  /// Overrides the persistent grid's block count (benchmarks of the grid size); >= 1.
+  void set_grid(int blocks) { grid_ = blocks < 1 ? 1 : blocks; }
 
  private:
   DeviceChunk* table_ = nullptr;

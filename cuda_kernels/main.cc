@@ -255,13 +255,13 @@ int run_bench_cmd(const BenchOptions& o) {
         "# kernel variants (0: U4, 1: U8, 2: U4 .cs, 3: U8 nc.L2::256B, 4: U8 .cs; default "
         "%d)\n",
         kDefaultGatherVariant);
-    std::printf("# %12s %7s %7s %8s %9s %9s %7s\n", "bytes", "variant", "chunk", "chunks", "memcpy",
-                "kernel", "k/copy");
+    std::printf("# %12s %7s %7s %8s %5s %9s %9s %7s\n", "bytes", "variant", "chunk", "chunks",
+                "grid/", "memcpy", "kernel", "k/copy");
   }
   for (const VariantPoint& v : r.variants) {
-    std::printf("  %12llu %7d %7u %8u %9.2f %9.2f %6.1f%%\n",
+    std::printf("  %12llu %7d %7u %8u %5d %9.2f %9.2f %6.1f%%\n",
                 static_cast<unsigned long long>(v.bytes), v.variant, v.chunk_bytes, v.chunks,
-                v.memcpy_d2d.median_ns / 1e3, v.kernel.median_ns / 1e3,
+                v.grid_divisor, v.memcpy_d2d.median_ns / 1e3, v.kernel.median_ns / 1e3,
                 100.0 * v.memcpy_d2d.median_ns / v.kernel.median_ns);
   }
   std::printf("# small-params bucket: %u params, %llu bytes, %llu memcpys per gather\n", s.params,
