@@ -4,6 +4,7 @@ target_sources(zfetch_sim PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/calibration.cc
   ${CMAKE_CURRENT_LIST_DIR}/chrome_trace.cc
   ${CMAKE_CURRENT_LIST_DIR}/cost_model.cc
+  ${CMAKE_CURRENT_LIST_DIR}/sweep.cc
   ${CMAKE_CURRENT_LIST_DIR}/timeline.cc
 )
 
@@ -28,3 +29,7 @@ file(CONFIGURE OUTPUT ${CMAKE_CURRENT_BINARY_DIR}/generated/sim/calibration_defa
 constexpr EmbeddedCalibration kEmbeddedCalibrations[] = {\n${zfetch_calibration_entries}};\n"
      @ONLY)
 target_include_directories(zfetch_sim PRIVATE ${CMAKE_CURRENT_BINARY_DIR}/generated)
+
+# run_sweep uses std::thread.
+find_package(Threads REQUIRED)
+target_link_libraries(zfetch_sim PRIVATE Threads::Threads)
