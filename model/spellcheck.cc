@@ -19,7 +19,7 @@ std::optional<std::string> closest_of(std::string_view word, std::span<const Wor
   for (const Word& candidate : candidates) {
     const std::string_view text{candidate};
     if (text == word) {
-      continue;
+      return std::nullopt;  // the word is valid: nothing to suggest
     }
     const int distance = edit_distance(word, text);
     // Strictly less: the first candidate keeps a tie, so suggestions are deterministic.

@@ -1,0 +1,29 @@
+// Tests of the "did you mean" search.
+#include "model/spellcheck.h"
+
+#include <doctest/doctest.h>
+
+#include <array>
+#include <string_view>
+
+namespace zfetch::model {
+
+TEST_SUITE("model") {
+  TEST_CASE("spellcheck: edit distance counts insertions, deletions and replacements") {
+    CHECK(edit_distance("", "") == 0);
+    CHECK(edit_distance("call", "cal") == 1);
+    CHECK(edit_distance("train", "trian") == 2);
+    CHECK(edit_distance("kitten", "sitting") == 3);
+  }
+
+  TEST_CASE("spellcheck: closest word within distance 3, first wins a tie") {
+    using namespace std::string_view_literals;
+    const std::array words = {"fp32"sv, "bf16"sv, "fp16"sv};
+    CHECK(closest_word("fp23", words) == "fp32");
+    CHECK(closest_word("fp8", words) == "fp32");  // fp32 and fp16 tie at 2: the first wins
+    CHECK_FALSE(closest_word("float32", words).has_value());
+    CHECK_FALSE(closest_word("fp32", words).has_value());  // an exact match is no suggestion
+  }
+}
+
+}  // namespace zfetch::model
