@@ -1,0 +1,136 @@
+// The timeline on real simulator runs: stamps, step invariants, determinism, sweeps, bisection.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/load.h"
+#include "sim/chrome_trace.h"
+#include "sim/cost_model.h"
+#include "sim/simulator.h"
+#include "sim/sweep.h"
+#include "sim/timeline.h"
+#include "tests/timeline/timeline_test_util.h"
+
+namespace zfetch::sim {
+namespace {
+
+model::Scenario seed_scenario() {
+  const model::LoadResult r =
+      model::load_scenario_file(ZFETCH_SOURCE_DIR "/scenarios/seed/resident_adapter_resume.yaml");
+  REQUIRE(r.diagnostics.empty());
+  return *r.scenario;
+}
+
+struct Run {
+  Outcome outcome;
+  std::vector<int64_t> stamps;
+  TimelineSummary summary;
+  std::string chrome;
+};
+
+Run run(const model::Scenario& scenario, Discovery discovery) {
+  const AnalyticalCostModel cost(scenario, testing::round_calibration());
+  testing::VectorSink out;
+  Timeline timeline(scenario, cost, out, {.per_module = true, .record = true});
+  Run r;
+  r.outcome = simulate(scenario, Options{discovery}, timeline);
+  timeline.finish();
+  for (const trace::Event& e : out.events) {
+    r.stamps.push_back(e.t_ns);
+  }
+  r.summary = timeline.summary();
+  r.chrome = chrome_trace_json(timeline.recording(), scenario);
+  CHECK(out.events.size() == r.outcome.stats.events);
+  // Time never goes backwards on a rank.
+  std::map<int32_t, int64_t> last;
+  for (const trace::Event& e : out.events) {
+    CHECK(e.t_ns >= last[e.rank]);
+    last[e.rank] = e.t_ns;
+  }
+  return r;
+}
+
+TEST_SUITE("timeline") {
+  TEST_CASE("timeline: a simulated scenario gets monotone stamps and consistent steps") {
+    const model::Scenario scenario = seed_scenario();
+    const Run r = run(scenario, Discovery::ResidencyIndependent);
+    CHECK(r.outcome.kind == OutcomeKind::Pass);
+    REQUIRE(!r.summary.steps.empty());
+    int64_t gathers = 0;
+    for (const StepSummary& s : r.summary.steps) {
+      CAPTURE(s.step);
+      CHECK(s.step_ns == s.compute_ns + s.exposed_comm_ns);
+      CHECK(s.peak_live_bytes >= 0);
+      gathers += s.gathers;
+    }
+    // Every coalesced gather and getter gather the simulator counted is a collective here,
+    // plus the persistent gathers (counted by the timeline, not by RunStats::gathers).
+    CHECK(gathers >= static_cast<int64_t>(r.outcome.stats.gathers));
+    CHECK(r.summary.end_ns > 0);
+  }
+
+  TEST_CASE("timeline: the same run twice gives the same stamps, summary and Chrome trace") {
+    const model::Scenario scenario = seed_scenario();
+    const Run a = run(scenario, Discovery::ResidentSkip);
+    const Run b = run(scenario, Discovery::ResidentSkip);
+    CHECK(a.stamps == b.stamps);
+    CHECK(format_summary_json(a.summary, scenario) == format_summary_json(b.summary, scenario));
+    CHECK(a.chrome == b.chrome);
+  }
+
+  TEST_CASE("sweep: results do not depend on the number of threads") {
+    const model::Scenario scenario = seed_scenario();
+    const std::vector<SweepAxis> axes = {
+        {"stage3_prefetch_bucket_size", {"0", "16", "1000"}},
+        {"stage3_param_persistence_threshold", {"0", "16"}},
+        {"offload_param.device", {"none", "cpu"}},
+    };
+    SweepOptions options;
+    options.calibration = testing::round_calibration();
+    options.jobs = 1;
+    const std::string serial = format_sweep_table(axes, run_sweep(scenario, axes, options));
+    options.jobs = 4;
+    const std::vector<SweepPoint> points = run_sweep(scenario, axes, options);
+    CHECK(format_sweep_table(axes, points) == serial);
+    REQUIRE(points.size() == 12);
+    CHECK(points[0].values == std::vector<std::string>{"0", "0", "none"});
+    CHECK(points[11].values == std::vector<std::string>{"1000", "16", "cpu"});
+    // The seed's bug needs the adapter weights (16 elements) to be persistent.
+    CHECK(points[0].outcome.kind == OutcomeKind::Pass);
+    CHECK(points[3].outcome.kind == OutcomeKind::FetchQueueMismatch);
+  }
+
+  TEST_CASE("sweep: a bad value is reported in its row") {
+    const model::Scenario scenario = seed_scenario();
+    const std::vector<SweepAxis> axes = {{"world_size", {"2", "0"}}};
+    const std::vector<SweepPoint> points = run_sweep(scenario, axes, SweepOptions{});
+    CHECK(points[0].error.empty());
+    CHECK(points[1].error == "expected an integer >= 1 for 'world_size', got '0'");
+  }
+
+  TEST_CASE("sweep: bisection finds the persistence threshold where #8874 appears") {
+    const model::Scenario scenario = seed_scenario();
+    SweepOptions options;
+    options.calibration = testing::round_calibration();
+    const BisectResult r =
+        bisect(scenario, "stage3_param_persistence_threshold", 0, 1'000, options);
+    REQUIRE(r.error.empty());
+    CHECK(r.changed);
+    // adapter_A.weight and adapter_B.weight have 2 x 8 = 16 elements: persistent from 16 on.
+    CHECK(r.below == 15);
+    CHECK(r.above == 16);
+    CHECK(r.below_point.outcome.kind == OutcomeKind::Pass);
+    CHECK(r.above_point.outcome.kind == OutcomeKind::FetchQueueMismatch);
+    CHECK(r.runs == 2 + 10);  // lo, hi, then ceil(log2(1'000)) = 10 halvings
+    options.simulator.discovery = Discovery::ResidencyIndependent;
+    const BisectResult fixed =
+        bisect(scenario, "stage3_param_persistence_threshold", 0, 1'000, options);
+    CHECK(!fixed.changed);
+    CHECK(fixed.below_point.outcome.kind == OutcomeKind::Pass);
+  }
+}
+
+}  // namespace
+}  // namespace zfetch::sim
