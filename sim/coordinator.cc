@@ -40,6 +40,7 @@ Coordinator::Coordinator(const model::Scenario& scenario, ParamState& params, Mo
   popped_scratch_.reserve(n);
   release_scratch_.reserve(n);
   inflight_params_.reserve(n);
+  group_begin_.reserve(n);
   active_backward_.reserve(scenario.modules.size());
 }
 
@@ -180,6 +181,7 @@ void Coordinator::prologue_and_record(ModuleIndex m) {
 
 void Coordinator::gather(std::span<const ParamIndex> ps, EventKind kind) {
   const int64_t group = next_group_++;
+  group_begin_.push_back(static_cast<uint32_t>(inflight_params_.size()));
   ++emitter_.stats.gathers;
   std::vector<int64_t> ids;
   for (ParamIndex p : ps) {
@@ -202,11 +204,13 @@ void Coordinator::wait(ParamIndex p) {
   params_.inflight_group[p] = -1;
   emitter_.emit(EventKind::Wait, model::kNone, p, -1, group);
   // One handle completes every param of its coalesced gather (AllGatherCoalescedHandle.wait).
-  for (ParamIndex q : inflight_params_) {
-    if (params_.inflight_group[q] == group || q == p) {
-      if (params_.status[q] == Status::Inflight) {
-        params_.status[q] = Status::Available;
-      }
+  const auto index = static_cast<size_t>(group - first_group_);
+  const size_t end =
+      index + 1 < group_begin_.size() ? group_begin_[index + 1] : inflight_params_.size();
+  for (size_t i = group_begin_[index]; i < end; ++i) {
+    const ParamIndex q = inflight_params_[i];
+    if (params_.status[q] == Status::Inflight) {
+      params_.status[q] = Status::Available;
     }
   }
 }
@@ -241,6 +245,8 @@ void Coordinator::clean_inflight_registry() {
     }
   }
   inflight_params_.clear();
+  group_begin_.clear();
+  first_group_ = next_group_;
 }
 
 void Coordinator::gather_sync(ParamIndex p, EventKind kind) {
@@ -397,9 +403,14 @@ void Coordinator::prefetch() {
 // ---- release (4.3, 2.9, 2.11) ----
 
 const std::vector<ParamIndex>& Coordinator::params_to_release(ModuleIndex m, int32_t s) {
-  const uint64_t key = (static_cast<uint64_t>(m) << 32) | static_cast<uint32_t>(s);
-  if (auto it = release_memo_index_.find(key); it != release_memo_index_.end()) {
-    return release_memo_[it->second];
+  const auto step = static_cast<size_t>(s);
+  if (step >= release_memo_by_step_.size()) {
+    release_memo_by_step_.resize(step + 1);
+  }
+  for (const MemoEntry& entry : release_memo_by_step_[step]) {
+    if (entry.module == m) {
+      return release_memo_[entry.index];
+    }
   }
   std::vector<ParamIndex> candidates;
   for (ParamIndex p : param_list(m)) {
@@ -426,7 +437,7 @@ const std::vector<ParamIndex>& Coordinator::params_to_release(ModuleIndex m, int
       seen += params_.numel[p];
     }
   }
-  release_memo_index_.emplace(key, static_cast<uint32_t>(release_memo_.size()));
+  release_memo_by_step_[step].push_back({m, static_cast<uint32_t>(release_memo_.size())});
   release_memo_.push_back(std::move(candidates));
   return release_memo_.back();
 }
@@ -507,6 +518,8 @@ void Coordinator::release_and_reset_all() {
     }
   }
   inflight_params_.clear();
+  group_begin_.clear();
+  first_group_ = next_group_;
   for (ParamIndex p : params_.by_id) {
     params_.consumers[p].clear();
     params_.attributed_owner[p] = -1;

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "model/scenario.h"
@@ -105,12 +104,21 @@ class Coordinator {
   std::vector<uint32_t> most_recent_epoch_;
   uint32_t epoch_ = 1;
 
-  // The in-flight registry: params of each gather group, in group order.
+  // The in-flight registry: params of each gather group, in group order; a group's params are
+  // contiguous, group_begin_[g - first_group_] indexes its first one.
   std::vector<ParamIndex> inflight_params_;
+  std::vector<uint32_t> group_begin_;
+  int64_t first_group_ = 0;
   int64_t next_group_ = 0;
 
   // Memo of params_to_release per (module, step): never invalidated (semantics 4.3, 10.8).
-  std::unordered_map<uint64_t, uint32_t> release_memo_index_;
+  // Indexed by step first: only a few modules release at any one step, so a short scan beats
+  // hashing on this hot path.
+  struct MemoEntry {
+    ModuleIndex module;
+    uint32_t index;
+  };
+  std::vector<std::vector<MemoEntry>> release_memo_by_step_;
   std::vector<std::vector<ParamIndex>> release_memo_;
 
   // Scratch buffers reused across calls so the steady state allocates nothing.
