@@ -21,22 +21,22 @@ enum class Phase : uint8_t {
 
 /// What happened. The names (format_as) are the `kind` values of the trace file.
 enum class EventKind : uint8_t {
-  EngineInit,        ///< a new engine was built (module / param ids assigned)
-  Restart,           ///< the engine was destroyed (schedule `restart`)
-  PassStart,         ///< reset_step at the root's forward; trace_step = -1
-  TraceRecord,       ///< the coordinator entered RECORD for this pass
-  TraceComplete,     ///< the param trace was built; numel = number of queue entries
-  TraceInvalidate,   ///< the trace was invalidated (3.4 #1/#2); module = the module that caused it
-  ModulePre,         ///< forward pre-hook (fwd, eval or recompute)
-  ModulePost,        ///< forward post-hook
-  BackwardPre,       ///< pre-backward hook
-  BackwardPost,      ///< post-backward hook
-  Fetch,             ///< fetch_sub_module for `module` at `trace_step`
-  Gather,            ///< a coordinator gather of `param` started (NA -> IF); numel/bytes of the full param
-  Prefetch,          ///< like Gather, but chosen by prefetch
-  Wait,              ///< `param` waited on (IF -> AV)
-  QueuePop,          ///< `param` popped from the fetch queue; trace_step = the entry's step
-  Release,           ///< `param` partitioned (AV -> NA) by a module release
+  EngineInit,       ///< a new engine was built (module / param ids assigned)
+  Restart,          ///< the engine was destroyed (schedule `restart`)
+  PassStart,        ///< reset_step at the root's forward; trace_step = -1
+  TraceRecord,      ///< the coordinator entered RECORD for this pass
+  TraceComplete,    ///< the param trace was built; numel = number of queue entries
+  TraceInvalidate,  ///< the trace was invalidated (3.4 #1/#2); module = the module that caused it
+  ModulePre,        ///< forward pre-hook (fwd, eval or recompute)
+  ModulePost,       ///< forward post-hook
+  BackwardPre,      ///< pre-backward hook
+  BackwardPost,     ///< post-backward hook
+  Fetch,            ///< fetch_sub_module for `module` at `trace_step`
+  Gather,    ///< a coordinator gather of `param` started (NA -> IF); numel/bytes of the full param
+  Prefetch,  ///< like Gather, but chosen by prefetch
+  Wait,      ///< `param` waited on (IF -> AV)
+  QueuePop,  ///< `param` popped from the fetch queue; trace_step = the entry's step
+  Release,   ///< `param` partitioned (AV -> NA) by a module release
   RecomputeAttach,   ///< frozen `param` attributed to `module` (the active-backward owner, 2.8)
   Access,            ///< a getter read of `param` in `module`'s forward (status = its residency)
   RegisterExternal,  ///< `param` registered as an external of `module`
@@ -50,7 +50,7 @@ enum class EventKind : uint8_t {
   CheckpointSave,
   CheckpointLoad,
   EmptyPartitionCache,
-  Compute,           ///< modelled compute of `module` (timeline)
+  Compute,  ///< modelled compute of `module` (timeline)
 };
 
 /// Residency of a param (ZeroParamStatus) as traced: AV, NA, IF.
@@ -63,9 +63,9 @@ struct Event {
   uint64_t seq = 0;
   int64_t t_ns = 0;
   int32_t rank = 0;
-  int32_t engine = 0;       ///< engine generation (0, then +1 per restart)
-  int32_t step = 0;         ///< optimizer step, counted from 0 over the whole schedule
-  int32_t micro_step = 0;   ///< micro-step within the engine's training, from 0
+  int32_t engine = 0;      ///< engine generation (0, then +1 per restart)
+  int32_t step = 0;        ///< optimizer step, counted from 0 over the whole schedule
+  int32_t micro_step = 0;  ///< micro-step within the engine's training, from 0
   Phase phase = Phase::None;
   EventKind kind = EventKind::PassStart;
   int32_t trace_step = -1;  ///< the coordinator's step_id, or the queue entry's step (QueuePop)
@@ -76,7 +76,7 @@ struct Event {
   Status status = Status::None;
   int64_t numel = -1;
   int64_t bytes = -1;
-  int64_t group = -1;       ///< Gather/Prefetch/Wait: id of the coalesced collective (one per call)
+  int64_t group = -1;  ///< Gather/Prefetch/Wait: id of the coalesced collective (one per call)
 
   // In memory only (not written): indices into the Scenario's modules/params, so consumers
   // such as the timeline need no name lookups. kNoIndex when absent or unknown (read traces).

@@ -8,7 +8,7 @@ namespace zfetch::trace {
 
 struct TraceHeader {
   int version = 1;
-  std::string scenario;   ///< scenario name
+  std::string scenario;  ///< scenario name
   int64_t world_size = 1;
   std::string discovery;  ///< resident-skip | residency-independent
 };
