@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "sim/emitter.h"
+
 namespace zfetch::sim {
 
 enum class CollectiveKind : uint8_t {
@@ -17,7 +19,9 @@ enum class CollectiveKind : uint8_t {
 
 struct Collective {
   CollectiveKind kind;
-  std::vector<int64_t> payload;
+  std::vector<int64_t> payload;  ///< agreement: the list; gathers: partition sizes
+  Context when;                  ///< where the rank issued it
+  int32_t trace_step;
 };
 
 /// Records collectives when enabled (only when ranks can diverge; a symmetric run skips it).
@@ -25,9 +29,10 @@ class CollectiveLog {
  public:
   explicit CollectiveLog(bool enabled) : enabled_(enabled) {}
   [[nodiscard]] bool enabled() const { return enabled_; }
-  void add(CollectiveKind kind, std::vector<int64_t> payload) {
+  void add(CollectiveKind kind, std::vector<int64_t> payload, const Context& when,
+           int32_t trace_step) {
     if (enabled_) {
-      entries_.push_back({kind, std::move(payload)});
+      entries_.push_back({kind, std::move(payload), when, trace_step});
     }
   }
   [[nodiscard]] const std::vector<Collective>& entries() const { return entries_; }

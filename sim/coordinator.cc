@@ -89,7 +89,7 @@ void Coordinator::raise(OutcomeKind kind, std::string message, std::string expla
 // ---- pass boundaries and the trace (2.10, 3.1, 3.2) ----
 
 void Coordinator::agree(CollectiveKind kind, std::vector<int64_t> values) {
-  collectives_.add(kind, std::move(values));
+  collectives_.add(kind, std::move(values), emitter_.context, step_id_);
 }
 
 void Coordinator::reset_step() {
@@ -183,7 +183,7 @@ void Coordinator::gather(std::span<const ParamIndex> ps, EventKind kind) {
   const int64_t group = next_group_++;
   group_begin_.push_back(static_cast<uint32_t>(inflight_params_.size()));
   ++emitter_.stats.gathers;
-  std::vector<int64_t> ids;
+  std::vector<int64_t> ids;  // partition sizes, for the cross-rank comparison
   for (ParamIndex p : ps) {
     params_.status[p] = Status::Inflight;
     params_.inflight_group[p] = group;
@@ -193,10 +193,11 @@ void Coordinator::gather(std::span<const ParamIndex> ps, EventKind kind) {
     ++emitter_.stats.gathered_params;
     emitter_.stats.gathered_bytes += params_.bytes[p];
     if (collectives_.enabled()) {
-      ids.push_back(params_.ds_id[p]);
+      ids.push_back(params_.partition_numel[p]);
     }
   }
-  collectives_.add(CollectiveKind::Gather, std::move(ids));
+  // An all-gather matches its peers by size only: different params of the same size pass.
+  collectives_.add(CollectiveKind::Gather, std::move(ids), emitter_.context, step_id_);
 }
 
 void Coordinator::wait(ParamIndex p) {
@@ -216,15 +217,8 @@ void Coordinator::wait(ParamIndex p) {
 }
 
 void Coordinator::partition(ParamIndex p, EventKind kind) {
-  if (scenario_.zenflow && params_.multi_dim[p] && params_.compute_layout[p]) {
-    raise(OutcomeKind::Error,
-          fmt::format("ZenFlow layout defect: {} is partitioned while in compute (transposed) "
-                      "layout",
-                      scenario_.params[p].qualified_name),
-          "An unmatched transpose left the parameter in compute layout when it was released, so "
-          "its partitions are stored transposed. This is the defect PR #8875 fixes: run with "
-          "--discovery residency-independent to use the fixed ZenFlow hooks.");
-  }
+  // The next gather rebuilds the param in its stored shape (1.4): storage layout again (6).
+  params_.compute_layout[p] = 0;
   params_.status[p] = Status::NotAvailable;
   emitter_.emit(kind, model::kNone, p);
   ++emitter_.stats.releases;
@@ -256,7 +250,7 @@ void Coordinator::gather_sync(ParamIndex p, EventKind kind) {
   emitter_.stats.gathered_bytes += params_.bytes[p];
   collectives_.add(kind == EventKind::PersistentGather ? CollectiveKind::PersistentGather
                                                        : CollectiveKind::GetterGather,
-                   {params_.ds_id[p]});
+                   {params_.partition_numel[p]}, emitter_.context, step_id_);
 }
 
 // ---- fetch (4.1) ----

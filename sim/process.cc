@@ -162,7 +162,7 @@ RankResult Process::run() {
 }
 
 void Process::raise(OutcomeKind kind, std::string message, std::string explanation,
-                    ModuleIndex module) {
+                    ModuleIndex module, int32_t trace_step) {
   Failure failure;
   failure.module = module;
   failure.message = std::move(message);
@@ -172,7 +172,7 @@ void Process::raise(OutcomeKind kind, std::string message, std::string explanati
   failure.engine = emitter_.context.engine;
   failure.step = emitter_.context.step;
   failure.micro_step = emitter_.context.micro_step;
-  failure.trace_step = coordinator_ ? coordinator_->step_id() : -1;
+  failure.trace_step = trace_step >= 0 ? trace_step : coordinator_ ? coordinator_->step_id() : -1;
   emitter_.emit(EventKind::Error);
   throw Raised{kind, std::move(failure)};
 }
@@ -694,6 +694,9 @@ void Process::zenflow_pre(ModuleIndex m) {
     if (!params_.multi_dim[p]) {
       continue;
     }
+    if (params_.status[p] != Status::Available) {
+      continue;  // `data.t()` of a partitioned param's 0-element placeholder changes nothing
+    }
     if (options_.discovery == Discovery::ResidentSkip) {
       params_.compute_layout[p] ^= 1;  // old hooks: every pre-hook flips
     } else {
@@ -722,6 +725,9 @@ void Process::zenflow_post(ModuleIndex m) {
   const int64_t id = modules_.ds_id[m];
   for (ParamIndex p : coordinator_->param_list(m)) {
     if (!params_.multi_dim[p]) {
+      continue;
+    }
+    if (params_.status[p] != Status::Available) {
       continue;
     }
     if (options_.discovery == Discovery::ResidentSkip) {
@@ -756,7 +762,7 @@ void Process::check_compute_layout(ModuleIndex m) {
             "Two consumers of the parameter were active at once and each pre-forward hook "
             "transposed it, so the inner module sees the storage layout. PR #8875's hooks "
             "transpose only for the sole consumer: run with --discovery residency-independent.",
-            m);
+            m, coordinator_->step_id() - 1);  // the module's own step: its fetch came first
     }
   }
 }

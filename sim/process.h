@@ -76,8 +76,9 @@ class Process {
   void check_compute_layout(ModuleIndex m);
   bool condition_holds(const model::Condition& when) const;
   [[nodiscard]] ModuleIndex stack_top() const;
+  /// `trace_step` < 0: the coordinator's current step.
   [[noreturn]] void raise(OutcomeKind kind, std::string message, std::string explanation,
-                          ModuleIndex module = model::kNone);
+                          ModuleIndex module = model::kNone, int32_t trace_step = -1);
 
   const model::Scenario& scenario_;
   const model::ZeroConfig& config_;

@@ -123,6 +123,18 @@ Outcome compare_ranks(std::vector<RankRun>& runs) {
   }
   Failure failure;
   failure.rank = diverging->rank;
+  if (first < diverging->collectives.size()) {
+    const Collective& at = diverging->collectives[first];
+    failure.phase = at.when.phase;
+    failure.engine = at.when.engine;
+    failure.step = at.when.step;
+    failure.micro_step = at.when.micro_step;
+    failure.trace_step = at.trace_step;
+    if (is_agreement(at.kind)) {
+      failure.module = 0;      // agreement checks run in reset_step, at the root's forward,
+      failure.trace_step = 0;  // before the pass's first fetch
+    }
+  }
   const bool both = first < ref.collectives.size() && first < diverging->collectives.size();
   if (both && is_agreement(ref.collectives[first].kind) &&
       ref.collectives[first].kind == diverging->collectives[first].kind) {
