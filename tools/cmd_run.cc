@@ -5,8 +5,13 @@
 #include <memory>
 #include <string>
 
+#include "sim/calibration.h"
+#include "sim/chrome_trace.h"
+#include "sim/cost_model.h"
 #include "sim/simulator.h"
+#include "sim/timeline.h"
 #include "tools/commands.h"
+#include "tools/diagnostic_render.h"
 #include "tools/outcome_report.h"
 #include "tools/scenario_input.h"
 #include "trace/writer.h"
@@ -18,8 +23,20 @@ struct RunOptions {
   std::string scenario;
   std::string discovery = "resident-skip";
   std::string trace_path;
+  std::string timeline_path;
   bool json = false;
+  bool per_module = false;
 };
+
+// Writes `text` to `path`; false (after a message) when it cannot.
+bool write_file(const std::string& path, const std::string& text) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(std::fopen(path.c_str(), "wb"), &std::fclose);
+  if (!out || std::fwrite(text.data(), 1, text.size(), out.get()) != text.size()) {
+    std::fprintf(stderr, "%s: error: cannot write: %s\n", path.c_str(), std::strerror(errno));
+    return false;
+  }
+  return true;
+}
 
 int run(const RunOptions& options) {
   const std::optional<sim::Discovery> discovery = sim::parse_discovery(options.discovery);
@@ -57,16 +74,43 @@ int run(const RunOptions& options) {
     sink = writer.get();
   }
 
-  const sim::Outcome outcome = sim::simulate(*scenario, sim_options, *sink);
+  // The timeline stamps simulated time on every event before the trace writer sees it.
+  const sim::CalibrationResult calibration = sim::resolve_calibration(*scenario);
+  if (!calibration.calibration) {
+    for (const model::Diagnostic& diagnostic : calibration.diagnostics) {
+      std::fputs(render_diagnostic(diagnostic).c_str(), stderr);
+    }
+    return kExitBadInput;
+  }
+  const sim::AnalyticalCostModel cost(*scenario, *calibration.calibration);
+  sim::TimelineOptions timeline_options;
+  timeline_options.per_module = options.per_module;
+  timeline_options.record = !options.timeline_path.empty();
+  sim::Timeline timeline(*scenario, cost, *sink, timeline_options);
+
+  const sim::Outcome outcome = sim::simulate(*scenario, sim_options, timeline);
+  timeline.finish();
+  if (!options.timeline_path.empty() &&
+      !write_file(options.timeline_path, sim::chrome_trace_json(timeline.recording(), *scenario))) {
+    return kExitBadInput;
+  }
   if (writer && !writer->flush()) {
     std::fprintf(stderr, "%s: error: writing the trace failed\n", options.trace_path.c_str());
     return kExitBadInput;
   }
   if (options.trace_path != "-") {
     if (options.json) {
-      std::puts(outcome_json(*scenario, *discovery, outcome).dump(2).c_str());
+      nlohmann::ordered_json j = outcome_json(*scenario, *discovery, outcome);
+      j["calibration"] = calibration.calibration->machine;
+      j["timeline"] =
+          nlohmann::ordered_json::parse(sim::format_summary_json(timeline.summary(), *scenario));
+      std::puts(j.dump(2).c_str());
     } else {
       std::fputs(outcome_text(*scenario, *discovery, outcome).c_str(), stdout);
+      std::printf("\nsimulated time (calibration: %s)\n", calibration.calibration->machine.c_str());
+      std::fputs(
+          sim::format_summary_text(timeline.summary(), *scenario, options.per_module).c_str(),
+          stdout);
     }
   }
   return outcome.failure ? kExitMismatch : kExitOk;
@@ -83,6 +127,9 @@ void setup_run(CLI::App& sub, std::function<int()>& action) {
       ->capture_default_str();
   sub.add_option("--trace", options->trace_path,
                  "write the event trace (JSON Lines; - for stdout)");
+  sub.add_option("--timeline", options->timeline_path,
+                 "write the simulated timeline as Chrome trace JSON (Perfetto, chrome://tracing)");
+  sub.add_flag("--per-module", options->per_module, "add per-module totals to the summary");
   sub.add_flag("--json", options->json, "print the outcome as one JSON object");
   sub.callback([&action, options] { action = [options] { return run(*options); }; });
 }
