@@ -1,4 +1,5 @@
-// The in-memory scenario: module tree, parameters, forward programs, schedule, config, expectations.
+// The in-memory scenario: module tree, parameters, forward programs, schedule, config,
+// expectations.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,9 @@ namespace zfetch::model {
 enum class DType : uint8_t { Fp32, Bf16, Fp16 };
 
 /// Bytes per element of `dtype`.
-constexpr int64_t dtype_bytes(DType dtype) { return dtype == DType::Fp32 ? 4 : 2; }
+constexpr int64_t dtype_bytes(DType dtype) {
+  return dtype == DType::Fp32 ? 4 : 2;
+}
 
 /// Index of a module in Scenario::modules (file order == registration order, root is 0).
 using ModuleIndex = uint32_t;
@@ -25,14 +28,15 @@ inline constexpr uint32_t kNone = UINT32_MAX;
 
 /// One `torch.nn.Parameter` as declared in the scenario.
 struct ParamSpec {
-  std::string name;            ///< local attribute name, e.g. "weight"
-  std::string qualified_name;  ///< named_parameters() name relative to the root, e.g. "adapter.base.weight"
+  std::string name;  ///< local attribute name, e.g. "weight"
+  std::string
+      qualified_name;  ///< named_parameters() name relative to the root, e.g. "adapter.base.weight"
   ModuleIndex owner = kNone;
   std::vector<int64_t> shape;  ///< as declared; {numel} when given by numel
   int64_t numel = 0;
   DType dtype = DType::Fp32;
-  bool frozen = false;                ///< requires_grad == False
-  ParamIndex tied_to = kNone;         ///< the same Parameter object as this one (weight tying)
+  bool frozen = false;         ///< requires_grad == False
+  ParamIndex tied_to = kNone;  ///< the same Parameter object as this one (weight tying)
   SourceLoc loc;
 };
 
@@ -43,7 +47,7 @@ struct Condition {
   std::vector<int64_t> steps;
   std::vector<int64_t> micro_steps;
   std::vector<int64_t> ranks;
-  std::vector<int64_t> engines;   ///< engine generation: 0 before the first restart, 1 after, ...
+  std::vector<int64_t> engines;  ///< engine generation: 0 before the first restart, 1 after, ...
   enum class Phase : uint8_t { Any, Train, Eval } phase = Phase::Any;
   [[nodiscard]] bool always() const {
     return steps.empty() && micro_steps.empty() && ranks.empty() && engines.empty() &&
@@ -65,33 +69,40 @@ struct Op {
   Kind kind = Kind::Call;
   SourceLoc loc;
   Condition when;
-  ModuleIndex callee = kNone;       ///< Call
-  ParamIndex param = kNone;         ///< Access, Return
+  ModuleIndex callee = kNone;            ///< Call
+  ParamIndex param = kNone;              ///< Access, Return
   AccessKind access = AccessKind::Data;  ///< Access
-  bool reentrant = true;            ///< Checkpoint
-  int64_t count = 1;                ///< Repeat
-  std::vector<Op> body;             ///< Checkpoint, Repeat
+  bool reentrant = true;                 ///< Checkpoint
+  int64_t count = 1;                     ///< Repeat
+  std::vector<Op> body;                  ///< Checkpoint, Repeat
 };
 
 /// One `nn.Module` of the tree.
 struct ModuleSpec {
-  std::string name;            ///< attribute name in the parent; the root's is the scenario's model name
+  std::string name;  ///< attribute name in the parent; the root's is the scenario's model name
   std::string qualified_name;  ///< named_modules() name relative to the root ("" for the root)
   std::string class_name;      ///< optional, for leaf_module matching and display
   ModuleIndex parent = kNone;
-  std::vector<ModuleIndex> children;   ///< registration order
-  std::vector<ParamIndex> params;      ///< own params, registration order
-  bool has_forward = false;            ///< false: default forward (own params, then children)
+  std::vector<ModuleIndex> children;  ///< registration order
+  std::vector<ParamIndex> params;     ///< own params, registration order
+  bool has_forward = false;           ///< false: default forward (own params, then children)
   std::vector<Op> forward;
-  bool leaf = false;                   ///< z3 leaf module (set_z3_leaf_modules / leaf_module)
-  int64_t outputs = 1;                 ///< differentiable output tensors (pre-backward fires per output)
-  int64_t compute_us = -1;             ///< modelled compute time per call, -1: derive (timeline)
+  bool leaf = false;        ///< z3 leaf module (set_z3_leaf_modules / leaf_module)
+  int64_t outputs = 1;      ///< differentiable output tensors (pre-backward fires per output)
+  int64_t compute_us = -1;  ///< modelled compute time per call, -1: derive (timeline)
   SourceLoc loc;
 };
 
 /// One entry of the schedule.
 struct ScheduleItem {
-  enum class Kind : uint8_t { Train, Eval, SaveCheckpoint, Restart, LoadCheckpoint, EmptyPartitionCache };
+  enum class Kind : uint8_t {
+    Train,
+    Eval,
+    SaveCheckpoint,
+    Restart,
+    LoadCheckpoint,
+    EmptyPartitionCache
+  };
   Kind kind = Kind::Train;
   int64_t steps = 1;         ///< Train: optimizer steps; Eval: forward passes
   std::string tag;           ///< SaveCheckpoint / LoadCheckpoint
@@ -101,12 +112,12 @@ struct ScheduleItem {
 
 /// Expected outcome of one run under one discovery policy (`expect:` block).
 struct Expectation {
-  std::string outcome;                 ///< pass, trace-invalidated, fetch-queue-mismatch, ...
-  std::optional<std::string> phase;    ///< fwd, bwd, recompute, eval
-  std::optional<std::string> module;   ///< qualified module name ("" is the root)
-  std::optional<int64_t> step;         ///< trace step of the failure
-  std::optional<int64_t> micro_step;   ///< micro-step (0-based within the engine's training)
-  std::optional<int64_t> engine;       ///< engine generation
+  std::string outcome;                ///< pass, trace-invalidated, fetch-queue-mismatch, ...
+  std::optional<std::string> phase;   ///< fwd, bwd, recompute, eval
+  std::optional<std::string> module;  ///< qualified module name ("" is the root)
+  std::optional<int64_t> step;        ///< trace step of the failure
+  std::optional<int64_t> micro_step;  ///< micro-step (0-based within the engine's training)
+  std::optional<int64_t> engine;      ///< engine generation
   std::optional<int64_t> invalidations;
   SourceLoc loc;
 };
@@ -124,9 +135,9 @@ struct TimingSpec {
 
 /// A whole scenario file.
 struct Scenario {
-  std::string path;     ///< as given on the command line
+  std::string path;  ///< as given on the command line
   std::string name;
-  std::string source;   ///< where the scenario and its expected outcome come from
+  std::string source;  ///< where the scenario and its expected outcome come from
   int64_t world_size = 1;
   bool input_requires_grad = false;  ///< does the root's input tensor require grad (7.1 A2)
   bool zenflow = false;              ///< ZenFlow transposed storage layout (section 6)
@@ -136,7 +147,7 @@ struct Scenario {
   DeepSpeedConfig config;
   TimingSpec timing;
   std::vector<PolicyExpectation> expectations;
-  ModuleGraph graph;                 ///< the module tree as a Boost.Graph, vertex i == modules[i]
+  ModuleGraph graph;  ///< the module tree as a Boost.Graph, vertex i == modules[i]
 };
 
 }  // namespace zfetch::model

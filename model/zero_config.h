@@ -27,17 +27,18 @@ struct LeafModuleConfig {
 /// `zero_optimization` (DeepSpeedZeroConfig, deepspeed/runtime/zero/config.py at the snapshot).
 struct ZeroConfig {
   int64_t stage = 0;
-  int64_t prefetch_bucket_size = 50'000'000;           // stage3_prefetch_bucket_size
-  int64_t param_persistence_threshold = 100'000;       // stage3_param_persistence_threshold
-  int64_t model_persistence_threshold = INT64_MAX;     // stage3_model_persistence_threshold (sys.maxsize)
-  int64_t max_live_parameters = 1'000'000'000;         // stage3_max_live_parameters
-  int64_t max_reuse_distance = 1'000'000'000;          // stage3_max_reuse_distance
-  int64_t module_granularity_threshold = 0;            // stage3_module_granularity_threshold
-  bool use_all_reduce_for_fetch_params = false;        // stage3_use_all_reduce_for_fetch_params
-  bool allgather_sequential = false;                   // stage3_allgather_sequential
-  bool overlap_comm = true;                            // None -> true for stage 3
+  int64_t prefetch_bucket_size = 50'000'000;      // stage3_prefetch_bucket_size
+  int64_t param_persistence_threshold = 100'000;  // stage3_param_persistence_threshold
+  int64_t model_persistence_threshold =
+      INT64_MAX;                                 // stage3_model_persistence_threshold (sys.maxsize)
+  int64_t max_live_parameters = 1'000'000'000;   // stage3_max_live_parameters
+  int64_t max_reuse_distance = 1'000'000'000;    // stage3_max_reuse_distance
+  int64_t module_granularity_threshold = 0;      // stage3_module_granularity_threshold
+  bool use_all_reduce_for_fetch_params = false;  // stage3_use_all_reduce_for_fetch_params
+  bool allgather_sequential = false;             // stage3_allgather_sequential
+  bool overlap_comm = true;                      // None -> true for stage 3
   OffloadParamConfig offload_param;
-  bool offload_param_set = false;                      // offload_param present (None otherwise)
+  bool offload_param_set = false;  // offload_param present (None otherwise)
   int64_t zero_hpz_partition_size = 1;
   bool zero_quantized_weights = false;
   bool zero_quantized_nontrainable_weights = false;
@@ -45,7 +46,7 @@ struct ZeroConfig {
   bool log_trace_cache_warnings = false;
   bool memory_efficient_linear = true;
   bool enable_sanity_checks = false;
-  bool zenflow = false;                                // zenflow block present
+  bool zenflow = false;  // zenflow block present
   int64_t mics_shard_size = -1;
   bool override_module_apply = true;
   int64_t allgather_bucket_size = 500'000'000;

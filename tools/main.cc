@@ -13,10 +13,13 @@ using zfetch::tools::Command;
 // One row per subcommand that works; --help lists exactly these (ninja's kTools table).
 constexpr Command kCommands[] = {
     {"run", "simulate a scenario and print its outcome", zfetch::tools::setup_run},
-    {"check", "run scenarios under the policies of their expect blocks", zfetch::tools::setup_check},
-    {"sweep", "simulate every combination of config values; print timings", zfetch::tools::setup_sweep},
+    {"check", "run scenarios under the policies of their expect blocks",
+     zfetch::tools::setup_check},
+    {"sweep", "simulate every combination of config values; print timings",
+     zfetch::tools::setup_sweep},
     {"graph", "print the module tree as Graphviz DOT", zfetch::tools::setup_graph},
-    {"validate", "load scenarios or traces and report every problem", zfetch::tools::setup_validate},
+    {"validate", "load scenarios or traces and report every problem",
+     zfetch::tools::setup_validate},
 };
 
 }  // namespace
