@@ -235,14 +235,16 @@ FlatJsonParser::Result FlatJsonParser::parse_number(std::string_view key, JsonVa
   if (*p_ == '0' && p_ + 1 != end_ && is_digit(p_[1])) {
     return fail("number with a leading zero");
   }
-  // Accumulate as a negative number so that INT64_MIN fits; overflow is checked per digit.
+  // Accumulate as a negative number so that INT64_MIN fits. Up to 18 digits cannot overflow,
+  // so only longer numbers pay for the per-digit check (a division).
+  const char* const digits_start = p_;
   int64_t acc = 0;
   bool overflow = false;
   while (p_ != end_ && is_digit(*p_)) {
     const int digit = *p_++ - '0';
-    if (acc < (INT64_MIN + digit) / 10) {
+    if (p_ - digits_start > 18 && acc < (INT64_MIN + digit) / 10) {
       overflow = true;
-    } else {
+    } else if (!overflow) {
       acc = acc * 10 - digit;
     }
   }

@@ -31,12 +31,13 @@ inline double peak_rss_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;
 }
 
-/// One result line, tab-separated: `benchmark<TAB>metric<TAB>value<TAB>unit`.
+/// One result line, tab-separated: `benchmark<TAB>metric<TAB>value<TAB>unit`. Values of 100 and
+/// more are printed as whole numbers (12345678, not 1.23457e+07), smaller ones with 2 decimals.
 inline void report(std::string_view benchmark, std::string_view metric, double value,
                    std::string_view unit) {
-  std::printf("%.*s\t%.*s\t%.6g\t%.*s\n", static_cast<int>(benchmark.size()), benchmark.data(),
-              static_cast<int>(metric.size()), metric.data(), value, static_cast<int>(unit.size()),
-              unit.data());
+  std::printf(value >= 100 ? "%.*s\t%.*s\t%.0f\t%.*s\n" : "%.*s\t%.*s\t%.2f\t%.*s\n",
+              static_cast<int>(benchmark.size()), benchmark.data(), static_cast<int>(metric.size()),
+              metric.data(), value, static_cast<int>(unit.size()), unit.data());
 }
 
 }  // namespace zfetch::perf
