@@ -4,6 +4,7 @@ target_sources(zfetch_sim PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/calibration.cc
   ${CMAKE_CURRENT_LIST_DIR}/chrome_trace.cc
   ${CMAKE_CURRENT_LIST_DIR}/cost_model.cc
+  ${CMAKE_CURRENT_LIST_DIR}/replay_schedule.cc
   ${CMAKE_CURRENT_LIST_DIR}/sweep.cc
   ${CMAKE_CURRENT_LIST_DIR}/timeline.cc
 )

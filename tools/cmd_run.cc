@@ -8,6 +8,7 @@
 #include "sim/calibration.h"
 #include "sim/chrome_trace.h"
 #include "sim/cost_model.h"
+#include "sim/replay_schedule.h"
 #include "sim/simulator.h"
 #include "sim/timeline.h"
 #include "tools/commands.h"
@@ -24,6 +25,7 @@ struct RunOptions {
   std::string discovery = "resident-skip";
   std::string trace_path;
   std::string timeline_path;
+  std::string replay_schedule_path;
   bool json = false;
   bool per_module = false;
 };
@@ -85,13 +87,19 @@ int run(const RunOptions& options) {
   const sim::AnalyticalCostModel cost(*scenario, *calibration.calibration);
   sim::TimelineOptions timeline_options;
   timeline_options.per_module = options.per_module;
-  timeline_options.record = !options.timeline_path.empty();
+  timeline_options.record = !options.timeline_path.empty() || !options.replay_schedule_path.empty();
   sim::Timeline timeline(*scenario, cost, *sink, timeline_options);
 
   const sim::Outcome outcome = sim::simulate(*scenario, sim_options, timeline);
   timeline.finish();
   if (!options.timeline_path.empty() &&
       !write_file(options.timeline_path, sim::chrome_trace_json(timeline.recording(), *scenario))) {
+    return kExitBadInput;
+  }
+  if (!options.replay_schedule_path.empty() &&
+      !write_file(options.replay_schedule_path,
+                  sim::replay_schedule_json(timeline.recording(), timeline.summary(), *scenario,
+                                            *calibration.calibration))) {
     return kExitBadInput;
   }
   if (writer && !writer->flush()) {
@@ -129,6 +137,8 @@ void setup_run(CLI::App& sub, std::function<int()>& action) {
                  "write the event trace (JSON Lines; - for stdout)");
   sub.add_option("--timeline", options->timeline_path,
                  "write the simulated timeline as Chrome trace JSON (Perfetto, chrome://tracing)");
+  sub.add_option("--replay-schedule", options->replay_schedule_path,
+                 "write rank 0's timeline as a schedule for `zfetch-gpu replay` (JSON)");
   sub.add_flag("--per-module", options->per_module, "add per-module totals to the summary");
   sub.add_flag("--json", options->json, "print the outcome as one JSON object");
   sub.callback([&action, options] { action = [options] { return run(*options); }; });

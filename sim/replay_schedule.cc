@@ -1,0 +1,173 @@
+// The replay schedule written by `zfetch run --replay-schedule` (see replay_schedule.h).
+#include "sim/replay_schedule.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+#include <vector>
+
+namespace zfetch::sim {
+
+namespace {
+
+const char* gather_kind(Slice::Kind kind) {
+  switch (kind) {
+  case Slice::Kind::Prefetch:
+    return "prefetch";
+  case Slice::Kind::GetterGather:
+    return "getter";
+  case Slice::Kind::PersistentGather:
+    return "persistent";
+  default:
+    return "gather";
+  }
+}
+
+bool is_sync(Slice::Kind kind) {
+  return kind == Slice::Kind::GetterGather || kind == Slice::Kind::PersistentGather;
+}
+
+nlohmann::ordered_json collective(const CollectiveCalibration& c) {
+  nlohmann::ordered_json j;
+  j["alpha_ns"] = c.alpha_ns;
+  j["busbw_bytes_per_s"] = c.busbw_bytes_per_s;
+  return j;
+}
+
+}  // namespace
+
+std::string replay_schedule_json(const Recording& recording, const TimelineSummary& summary,
+                                 const model::Scenario& scenario, const Calibration& calibration,
+                                 int32_t rank) {
+  using nlohmann::ordered_json;
+  const int64_t world = std::max<int64_t>(1, scenario.world_size);
+  const bool offload = scenario.config.zero.offload_param.device != model::OffloadDevice::None;
+  ordered_json j;
+  j["format"] = "zfetch-replay-schedule";
+  j["version"] = 1;
+  j["scenario"] = scenario.name;
+  j["rank"] = rank;
+  j["world_size"] = world;
+  j["offload"] = offload;
+  ordered_json cal;
+  cal["machine"] = calibration.machine;
+  cal["allgather"] = collective(calibration.allgather);
+  cal["reduce_scatter"] = collective(calibration.reduce_scatter);
+  cal["h2d_bytes_per_s"] = calibration.h2d_bytes_per_s;
+  j["calibration"] = cal;
+  ordered_json params = ordered_json::array();
+  for (const model::ParamSpec& p : scenario.params) {
+    params.push_back({p.numel, model::dtype_bytes(p.dtype)});
+  }
+  j["params"] = params;
+
+  // Steps of this rank that end in a drain: an optimizer step, and the last (finish()).
+  std::vector<const StepSummary*> steps;
+  for (const StepSummary& s : summary.steps) {
+    if (s.rank == rank) {
+      steps.push_back(&s);
+    }
+  }
+  std::unordered_map<int32_t, bool> drains;
+  for (const StepSummary* s : steps) {
+    drains[s->step] = s->optimizer_step;
+  }
+  if (!steps.empty()) {
+    drains[steps.back()->step] = true;
+  }
+
+  ordered_json ops = ordered_json::array();
+  std::unordered_map<uint32_t, int64_t> op_of_slice;         // gather and h2d slices -> op index
+  std::unordered_map<uint32_t, std::vector<int64_t>> waits;  // compute slice -> gather ops
+  bool in_step = false;
+  int32_t step = 0;
+  const auto n = static_cast<uint32_t>(recording.slices.size());
+  // Flows point from a gather to a later compute slice: resolved after the gathers are numbered.
+  std::vector<std::vector<uint32_t>> flows_to(n);
+  for (const Flow& f : recording.flows) {
+    if (f.to_slice < n) {
+      flows_to[f.to_slice].push_back(f.from_slice);
+    }
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    const Slice& s = recording.slices[i];
+    if (s.rank != rank) {
+      continue;
+    }
+    if (!in_step || s.step != step) {
+      if (in_step && drains[step]) {
+        ops.push_back({{"op", "drain"}});
+      }
+      in_step = true;
+      step = s.step;
+      ops.push_back({{"op", "step"}, {"step", step}});
+    }
+    switch (s.kind) {
+    case Slice::Kind::Compute: {
+      ordered_json w = ordered_json::array();
+      for (uint32_t from : flows_to[i]) {
+        const auto it = op_of_slice.find(from);
+        if (it != op_of_slice.end() &&
+            std::find(w.begin(), w.end(), ordered_json(it->second)) == w.end()) {
+          w.push_back(it->second);
+        }
+      }
+      ops.push_back({{"op", "compute"}, {"dur_ns", s.dur_ns}, {"waits", w}});
+      break;
+    }
+    case Slice::Kind::ReduceScatter:
+      ops.push_back({{"op", "rs"}, {"bytes", s.bytes}});
+      break;
+    case Slice::Kind::H2d:
+    default: {
+      // An h2d slice is followed by its gather's comm slice (same params) unless W == 1.
+      const bool h2d = s.kind == Slice::Kind::H2d;
+      uint32_t comm = i;
+      if (h2d && i + 1 < n && recording.slices[i + 1].rank == rank &&
+          recording.slices[i + 1].stream == Stream::Comm &&
+          recording.slices[i + 1].params_begin == s.params_begin) {
+        comm = i + 1;
+      }
+      const Slice& g = recording.slices[comm];
+      ordered_json ps = ordered_json::array();
+      int64_t shard = 0;
+      int64_t full = 0;
+      for (uint32_t k = 0; k < s.params_count; ++k) {
+        const model::ParamIndex p = recording.slice_params[s.params_begin + k];
+        ps.push_back(p);
+        const model::ParamSpec& spec = scenario.params[p];
+        const int64_t elem = model::dtype_bytes(spec.dtype);
+        shard += (spec.numel + world - 1) / world * elem;
+        full += spec.numel * elem;
+      }
+      const int64_t op = static_cast<int64_t>(ops.size());
+      ops.push_back({{"op", "gather"},
+                     {"kind", gather_kind(g.kind)},
+                     {"sync", is_sync(g.kind)},
+                     {"params", ps},
+                     {"shard_bytes", shard},
+                     {"full_bytes", full}});
+      op_of_slice[i] = op;
+      op_of_slice[comm] = op;
+      i = comm;
+      break;
+    }
+    }
+  }
+  if (in_step && drains[step]) {
+    ops.push_back({{"op", "drain"}});
+  }
+  j["ops"] = ops;
+  ordered_json st = ordered_json::array();
+  for (const StepSummary* s : steps) {
+    st.push_back({{"step", s->step},
+                  {"step_ns", s->step_ns},
+                  {"compute_ns", s->compute_ns},
+                  {"exposed_comm_ns", s->exposed_comm_ns},
+                  {"optimizer_step", s->optimizer_step}});
+  }
+  j["steps"] = st;
+  return j.dump() + "\n";
+}
+
+}  // namespace zfetch::sim
