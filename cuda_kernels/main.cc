@@ -22,6 +22,7 @@
 #include "cuda_kernels/check.h"
 #include "cuda_kernels/gather_kernel.cuh"
 #include "cuda_kernels/nccl_world.h"
+#include "cuda_kernels/replay_cmd.h"
 #include "cuda_kernels/verify.h"
 
 namespace {
@@ -378,6 +379,8 @@ int main(int argc, char** argv) {
   launch->add_option("-n,--nproc", nproc, "processes")->required()->check(CLI::Range(1, 1024));
   launch->add_option("args", rest, "subcommand and its options, after --")->required();
   launch->callback([&] { action = [&] { return run_launch(nproc, rest); }; });
+
+  zfetch::gpu::setup_replay(app, action);
 
   try {
     app.parse(argc, argv);
