@@ -80,12 +80,22 @@ void ScenarioParser::read_schedule_item(const YAML::Node& node,
     if (bare) {
       count = 1;
     } else if (value.IsMap()) {
-      const std::array known = {count_key};
-      reader_.check_keys(value, known, fmt::format("'{}'", kind));
+      // `overflow`: the optimizer steps (0-based within this item) that fp16 loss scaling
+      // skips: params are partitioned, persistent ones are not gathered again (10.21).
+      const std::array train_keys = {count_key, "overflow"sv};
+      const std::array eval_keys = {count_key};
+      if (kind == "train") {
+        reader_.check_keys(value, train_keys, fmt::format("'{}'", kind));
+      } else {
+        reader_.check_keys(value, eval_keys, fmt::format("'{}'", kind));
+      }
       count = 1;
       for (const auto& entry : value) {
         if (entry.first.Scalar() == count_key) {
           count = reader_.read_int({entry.second, count_key, entry.first}, 1);
+        } else if (entry.first.Scalar() == "overflow" && kind == "train") {
+          item.overflow_steps = reader_.read_int_list({entry.second, "overflow", entry.first}, 0)
+                                    .value_or(std::vector<int64_t>{});
         }
       }
     } else {

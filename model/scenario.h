@@ -107,6 +107,7 @@ struct ScheduleItem {
   int64_t steps = 1;         ///< Train: optimizer steps; Eval: forward passes
   std::string tag;           ///< SaveCheckpoint / LoadCheckpoint
   bool reuse_model = false;  ///< Restart: build the new engine on the same model object (A3)
+  std::vector<int64_t> overflow_steps;  ///< Train: optimizer steps skipped for fp16 overflow
   SourceLoc loc;
 };
 

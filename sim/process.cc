@@ -185,10 +185,13 @@ void Process::run_schedule() {
     switch (item.kind) {
     case model::ScheduleItem::Kind::Train:
       for (int64_t s = 0; s < item.steps; ++s) {
+        const auto& skipped = item.overflow_steps;
+        overflow_ = std::find(skipped.begin(), skipped.end(), s) != skipped.end();
         for (int64_t k = 0; k < scenario_.config.gradient_accumulation_steps; ++k) {
           train_micro_step();
         }
       }
+      overflow_ = false;
       break;
     case model::ScheduleItem::Kind::Eval:
       for (int64_t s = 0; s < item.steps; ++s) {
@@ -322,6 +325,12 @@ void Process::optimizer_step() {
   emitter_.emit(EventKind::OptimizerStep);
   ++emitter_.stats.optimizer_steps;
   coordinator_->release_and_reset_all();
+  if (overflow_) {
+    // fp16 overflow: the step is skipped before _post_step, so persistent params stay
+    // partitioned (1.5, 10.21).
+    ++emitter_.context.step;
+    return;
+  }
   // _post_step gathers the persistent params again.
   for (ParamIndex p : params_.by_id) {
     if (params_.persist[p] && params_.status[p] == Status::NotAvailable) {

@@ -107,6 +107,7 @@ class Process {
   int32_t replay_compute_left_ = 0;
   int32_t current_region_ = -1;
   bool eval_ = false;
+  bool overflow_ = false;  ///< the current optimizer step overflows (fp16): skipped
   std::vector<Node> nodes_;
   std::vector<Region> regions_;
   std::vector<std::vector<ParamIndex>> returned_;  ///< per module: params returned this call
