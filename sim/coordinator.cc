@@ -28,7 +28,8 @@ Coordinator::Coordinator(const model::Scenario& scenario, ParamState& params, Mo
       emitter_(emitter),
       collectives_(collectives),
       history_(history),
-      discovery_(discovery) {
+      discovery_(discovery),
+      nvme_(scenario.config.zero.offload_param.device == model::OffloadDevice::Nvme) {
   const size_t n = scenario.params.size();
   most_recent_.assign(n, kNeverFetched);
   most_recent_epoch_.assign(n, 0);
@@ -185,6 +186,10 @@ void Coordinator::gather(std::span<const ParamIndex> ps, EventKind kind) {
   ++emitter_.stats.gathers;
   std::vector<int64_t> ids;  // partition sizes, for the cross-rank comparison
   for (ParamIndex p : ps) {
+    if (nvme_ && params_.swapped_in[p]) {
+      --swap_buffers_used_;  // the gather consumes the swapped-in partition's buffer
+    }
+    params_.swapped_in[p] = 1;  // a gather first swaps an NVMe partition in synchronously
     params_.status[p] = Status::Inflight;
     params_.inflight_group[p] = group;
     inflight_params_.push_back(p);
@@ -219,6 +224,7 @@ void Coordinator::wait(ParamIndex p) {
 void Coordinator::partition(ParamIndex p, EventKind kind) {
   // The next gather rebuilds the param in its stored shape (1.4): storage layout again (6).
   params_.compute_layout[p] = 0;
+  params_.swapped_in[p] = 0;  // with NVMe offload the partition goes back to NVMe
   params_.status[p] = Status::NotAvailable;
   emitter_.emit(kind, model::kNone, p);
   ++emitter_.stats.releases;
@@ -378,8 +384,12 @@ void Coordinator::prefetch() {
   ++mark_epoch_;
   int64_t numel = 0;
   while (queue_valid_ && queue_head_ < param_order_.size() && numel < budget) {
-    const QueueEntry entry = param_order_[queue_head_++];
+    const QueueEntry entry = param_order_[queue_head_];
     const ParamIndex p = entry.param;
+    if (on_nvme(p)) {
+      break;  // its partition is still on NVMe: prefetch stops, the read-ahead fetches it (4.2)
+    }
+    ++queue_head_;
     set_most_recent(p, std::max(most_recent(p), static_cast<int64_t>(entry.step)));
     if (params_.status[p] == Status::NotAvailable && mark_[p] != mark_epoch_) {
       mark_[p] = mark_epoch_;
@@ -391,6 +401,37 @@ void Coordinator::prefetch() {
     std::sort(gather_scratch_.begin(), gather_scratch_.end(),
               [&](ParamIndex a, ParamIndex b) { return params_.ds_id[a] < params_.ds_id[b]; });
     gather(gather_scratch_, EventKind::Prefetch);
+  }
+  if (nvme_) {
+    nvme_read_ahead();
+  }
+}
+
+bool Coordinator::on_nvme(ParamIndex p) const {
+  return nvme_ && params_.status[p] == Status::NotAvailable && !params_.swapped_in[p];
+}
+
+void Coordinator::nvme_read_ahead() {
+  // Asynchronous swap-in of the next queue entries whose partitions are on NVMe, until the
+  // considered elements exceed twice those in flight or the swap buffers run out (4.7).
+  int64_t inflight = 0;
+  for (ParamIndex p : inflight_params_) {
+    if (params_.status[p] == Status::Inflight) {
+      inflight += params_.numel[p];
+    }
+  }
+  int64_t considered = 0;
+  for (size_t i = queue_head_; i < param_order_.size() && considered <= 2 * inflight; ++i) {
+    const ParamIndex p = param_order_[i].param;
+    if (!on_nvme(p)) {
+      continue;
+    }
+    if (swap_buffers_used_ >= config_.offload_param.buffer_count) {
+      break;
+    }
+    params_.swapped_in[p] = 1;
+    ++swap_buffers_used_;
+    considered += params_.numel[p];
   }
 }
 

@@ -70,6 +70,8 @@ class Coordinator {
   void invalidate(std::string warning);
   void queue_check(ModuleIndex m, std::span<const ParamIndex> list);
   void prefetch();
+  [[nodiscard]] bool on_nvme(ParamIndex p) const;
+  void nvme_read_ahead();
   const std::vector<ParamIndex>& params_to_release(ModuleIndex m, int32_t s);
   void agree(CollectiveKind kind, std::vector<int64_t> values);
   [[noreturn]] void raise_mismatch(ModuleIndex m, std::span<const ParamIndex> need,
@@ -88,6 +90,8 @@ class Coordinator {
   CollectiveLog& collectives_;
   const History& history_;
   Discovery discovery_;
+  bool nvme_;  ///< offload_param.device == nvme: partitions live on NVMe unless swapped in
+  int64_t swap_buffers_used_ = 0;
 
   TraceMode mode_ = TraceMode::Invalid;
   int32_t step_id_ = 0;

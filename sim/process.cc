@@ -78,6 +78,7 @@ Process::Process(const model::Scenario& scenario, const Options& options, int32_
   params_.frozen.resize(np);
   params_.multi_dim.resize(np);
   params_.compute_layout.assign(np, 0);
+  params_.swapped_in.assign(np, 0);
   params_.canonical.resize(np);
   for (size_t i = 0; i < np; ++i) {
     const model::ParamSpec& spec = scenario.params[i];
@@ -240,6 +241,7 @@ void Process::build_engine(bool fresh_model) {
       params_.attributed_owner[p] = -1;
       params_.inflight_group[p] = -1;
       params_.compute_layout[p] = 0;
+      params_.swapped_in[p] = 0;
     }
     for (size_t i = 0; i < scenario_.params.size(); ++i) {
       const auto p = static_cast<ParamIndex>(i);
