@@ -153,6 +153,9 @@ RankResult Process::run() {
   }
   result.collectives_before_failure = collectives_.entries().size();
   result.invalidations = invalidations_before_ + (coordinator_ ? coordinator_->invalidations() : 0);
+  for (const auto& retired : retired_) {
+    result.invalidations += retired->invalidations();
+  }
   result.warnings = warnings_;
   if (coordinator_) {
     const auto& w = coordinator_->warnings();
@@ -208,9 +211,11 @@ void Process::run_schedule() {
     case model::ScheduleItem::Kind::Restart:
       emitter_.context.phase = Phase::None;
       emitter_.emit(EventKind::Restart);
-      invalidations_before_ += coordinator_->invalidations();
-      for (const std::string& w : coordinator_->warnings()) {
-        warnings_.push_back(w);
+      if (!item.reuse_model) {  // a retired coordinator is counted at the end: it lives on
+        invalidations_before_ += coordinator_->invalidations();
+        for (const std::string& w : coordinator_->warnings()) {
+          warnings_.push_back(w);
+        }
       }
       ++emitter_.context.engine;
       build_engine(!item.reuse_model);
@@ -271,8 +276,17 @@ void Process::build_engine(bool fresh_model) {
       params_.persist[i] = 1;
     }
   }
+  if (coordinator_ && !fresh_model) {
+    retired_.push_back(std::move(coordinator_));  // still bound to this model's backward hooks
+  }
   coordinator_ = std::make_unique<Coordinator>(scenario_, params_, modules_, emitter_, collectives_,
                                                history_, options_.discovery);
+  if (fresh_model) {
+    // The backward-hook classes are created once per module object and capture the engine
+    // that created them: a model re-used by a later engine keeps routing its pre/post-backward
+    // hooks to this coordinator (2.3, 10.19 [I]).
+    backward_coordinator_ = coordinator_.get();
+  }
   fwd_stack_.push_back(0);
   emitter_.emit(EventKind::EngineInit, 0);
 }
@@ -651,9 +665,9 @@ void Process::run_backward(size_t begin) {
 
 void Process::pre_backward(ModuleIndex m) {
   emitter_.context.phase = Phase::Bwd;
-  emitter_.emit(EventKind::BackwardPre, m, model::kNone, coordinator_->step_id());
-  coordinator_->prologue_and_record(m);
-  coordinator_->fetch(m, false, in_graph_task_);
+  emitter_.emit(EventKind::BackwardPre, m, model::kNone, backward_coordinator_->step_id());
+  backward_coordinator_->prologue_and_record(m);
+  backward_coordinator_->fetch(m, false, in_graph_task_);
   zenflow_pre(m);
   if (!modules_.own_params[m].empty()) {
     check_compute_layout(m);
@@ -663,9 +677,9 @@ void Process::pre_backward(ModuleIndex m) {
 
 void Process::post_backward(ModuleIndex m) {
   emitter_.context.phase = Phase::Bwd;
-  emitter_.emit(EventKind::BackwardPost, m, model::kNone, coordinator_->step_id());
+  emitter_.emit(EventKind::BackwardPost, m, model::kNone, backward_coordinator_->step_id());
   zenflow_post(m);
-  coordinator_->release(m, false);
+  backward_coordinator_->release(m, false);
 }
 
 void Process::replay(int32_t region_index) {

@@ -88,7 +88,9 @@ class Process {
   ModuleState modules_;
   Emitter emitter_;
   History history_;
-  std::unique_ptr<Coordinator> coordinator_;
+  std::unique_ptr<Coordinator> coordinator_;           ///< the current engine's
+  Coordinator* backward_coordinator_ = nullptr;        ///< the one the model's backward hooks call
+  std::vector<std::unique_ptr<Coordinator>> retired_;  ///< earlier engines of a re-used model
 
   // Process-global state (10.1, 10.2): counters and FWD_MODULE_STACK.
   int64_t next_param_id_ = 0;
