@@ -358,7 +358,8 @@ void Coordinator::queue_check(ModuleIndex m, std::span<const ParamIndex> list) {
 void Coordinator::raise_mismatch(ModuleIndex m, std::span<const ParamIndex> need_in,
                                  std::span<const ParamIndex> got_in,
                                  std::span<const QueueEntry> popped) {
-  // Python sets of params have no stable order; zfetch lists them by ds_id.
+  // Python sets of params iterate in id(param) hash order, which no run can reproduce; zfetch
+  // lists them by ds_id (single-element sets, as in issue #8874, print identically).
   auto by_id = [&](ParamIndex a, ParamIndex b) { return params_.ds_id[a] < params_.ds_id[b]; };
   std::vector<ParamIndex> need(need_in.begin(), need_in.end());
   std::vector<ParamIndex> got(got_in.begin(), got_in.end());
@@ -528,6 +529,8 @@ void Coordinator::release(ModuleIndex m, bool forward) {
 void Coordinator::release_backward_leftovers() {
   while (!active_backward_.empty()) {
     const ModuleIndex m = active_backward_.back();  // popitem(): LIFO
+    // [I] semantics 2.9: "its params" read as the module's own params (recursive if leaf) plus
+    // its recompute params; externals are left to their consumers and partition-all.
     active_backward_.pop_back();
     const int64_t module_id = modules_.ds_id[m];
     release_scratch_.assign(modules_.own_params[m].begin(), modules_.own_params[m].end());

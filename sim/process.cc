@@ -453,8 +453,9 @@ bool Process::call_module(ModuleIndex m, bool input_rg) {
 }
 
 bool Process::call_hookless(ModuleIndex m, bool input_rg) {
-  // A module with no hooks (below a z3 leaf): its forward reads its own params through its
-  // own parameter dict, so the getter sees them with `m` as the owner (9.2 [I]).
+  // [I] semantics 9.2 and 5.7 (a): a module with no hooks (below a z3 leaf) reads its own params
+  // through its own parameter dict, so the getter sees them with `m` as the owner; under the
+  // fix, "own module" is read narrowly (owner == stack top), so they register on the leaf.
   bool rg = input_rg;
   for (ParamIndex p : scenario_.modules[m].params) {
     model::Op read;
@@ -534,8 +535,8 @@ bool Process::run_body(ModuleIndex m, const std::vector<Op>& ops, bool rg) {
       if (!grad_enabled_) {
         rg = run_body(m, op.body, rg);
       } else if (op.reentrant) {
-        // The region runs under no_grad; one CheckpointFunction node stands for it, and only
-        // if an input requires grad (2.7).
+        // [I] semantics 2.7 (reentrant): the region runs under no_grad; one CheckpointFunction
+        // node stands for it, and only if an input requires grad.
         grad_enabled_ = false;
         run_body(m, op.body, rg);
         grad_enabled_ = true;
@@ -576,6 +577,7 @@ bool Process::access(ModuleIndex context, const Op& op, bool rg) {
       coordinator_->gather_sync(p, EventKind::GetterGather);
     }
   } else if (options_.discovery == Discovery::ResidencyIndependent && eager && owner != top) {
+    // [PR] semantics 5.7: registered whatever the residency; gathered only when NA (above).
     register_external(top, p, status);
     registered = true;
   }
@@ -638,8 +640,9 @@ void Process::handle_returns(ModuleIndex m) {
 // ---- backward: autograd order, checkpoint replay (2.5-2.8) ----
 
 void Process::run_backward(size_t begin) {
-  // Autograd runs the ready node with the highest sequence number first; on one device every
-  // node's consumers are newer than it, so that is reverse creation order (docs/backward-order.md).
+  // [I] semantics 2.6: autograd runs the ready node with the highest sequence number first; on one
+  // device every node's consumers are newer than it, so that is reverse creation order
+  // (docs/backward-order.md).
   for (size_t i = nodes_.size(); i-- > begin;) {
     const Node node = nodes_[i];
     switch (node.kind) {
@@ -697,7 +700,8 @@ void Process::replay(int32_t region_index) {
     run_backward(begin);  // the nested backward over the replayed graph
     nodes_.resize(begin);
   } else {
-    // The replay's own nodes are discarded; torch stops it once every saved tensor is back.
+    // [I] semantics 2.7 (non-reentrant), confirmed on DeepSpeed: the replay's own nodes are
+    // discarded; torch stops it once every saved tensor is back (early stop).
     record_nodes_ = false;
     replay_compute_left_ = region.compute_nodes;
     run_body(region.module, *region.body, true);
@@ -725,8 +729,8 @@ void Process::zenflow_pre(ModuleIndex m) {
     if (options_.discovery == Discovery::ResidentSkip) {
       params_.compute_layout[p] ^= 1;  // old hooks: every pre-hook flips
     } else {
-      // Fixed hooks: only the sole consumer flips to compute layout (recompute owners are not
-      // consumers in the transpose sense, 6 [I]).
+      // [PR] semantics 6, fixed hooks: only the sole consumer flips to compute layout; [I] the
+      // recompute owner added by attribution is not a consumer in the transpose sense.
       const IdSet& consumers = params_.consumers[p];
       size_t others = 0;
       for (int64_t c : consumers.ids()) {

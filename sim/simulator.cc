@@ -82,8 +82,8 @@ struct RankRun {
   std::vector<Collective> collectives;
 };
 
-// Compares the ranks' collective sequences (10.15): the first position where one rank differs
-// from rank 0 decides between an agreement error, a hang, and an earlier local error.
+// [I] semantics 10.15. Compares the ranks' collective sequences: the first position where one rank
+// differs from rank 0 decides between an agreement error, a hang, and an earlier local error.
 Outcome compare_ranks(std::vector<RankRun>& runs) {
   const RankRun& ref = runs.front();
   Outcome outcome;
