@@ -18,6 +18,15 @@ constexpr std::array kModuleKeys = {"name"sv,    "class"sv, "params"sv,  "childr
                                     "forward"sv, "leaf"sv,  "outputs"sv, "compute_us"sv};
 constexpr std::array kParamKeys = {"shape"sv, "numel"sv, "dtype"sv, "frozen"sv, "tied_to"sv};
 constexpr std::array kDtypes = {"fp32"sv, "bf16"sv, "fp16"sv};
+// The largest parameter accepted, in elements (2^40, 4 TiB in fp32; real tensors stay below
+// 2^35). The simulator computes bytes (numel * 4), partitions padded to the world size, and sums
+// of bytes over a run in int64_t; this bound keeps all of them far from overflow.
+constexpr int64_t kMaxNumel = int64_t{1} << 40;
+
+std::string too_many_elements(const std::string& param) {
+  return fmt::format("parameter '{}' has too many elements; at most {} (2^40) are supported", param,
+                     kMaxNumel);
+}
 
 std::string join_name(const std::string& prefix, const std::string& name) {
   return prefix.empty() ? name : prefix + "." + name;
@@ -226,6 +235,8 @@ void ScenarioParser::read_param(const YAML::Node& key, const YAML::Node& value,
             reader_.error(entry.second,
                           fmt::format("negative size {} for 'numel' of parameter '{}'", *numel,
                                       param.qualified_name));
+          } else if (*numel > kMaxNumel) {
+            reader_.error(entry.second, too_many_elements(param.qualified_name));
           } else {
             param.numel = *numel;
             param.shape = {*numel};
@@ -289,12 +300,15 @@ bool ScenarioParser::read_shape(const Field& field, ParamSpec& param) {
       ok = false;
       continue;
     }
-    if (__builtin_mul_overflow(numel, *size, &numel)) {
-      reader_.error(field.value, fmt::format("the shape of parameter '{}' has too many elements",
-                                             param.qualified_name));
-      return false;
+    // Saturate rather than stop: a later zero dimension makes the parameter empty.
+    if (__builtin_mul_overflow(numel, *size, &numel) || numel > kMaxNumel) {
+      numel = kMaxNumel + 1;
     }
     shape.push_back(*size);
+  }
+  if (ok && numel > kMaxNumel) {
+    reader_.error(field.value, too_many_elements(param.qualified_name));
+    ok = false;
   }
   if (ok) {
     param.shape = std::move(shape);

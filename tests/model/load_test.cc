@@ -174,6 +174,28 @@ expect:
           "          ^\n");
   }
 
+  TEST_CASE("load: parameters of more than 2^40 elements") {
+    // 2^20 * 2^20 = 2^40 is the largest accepted; 2^40 + 1 by numel, 2^21 * 2^20 by shape, and a
+    // shape whose product overflows int64_t are refused. A zero dimension after a large product
+    // gives an empty parameter.
+    CHECK(errors_of("name: x\nmodel:\n  name: m\n  params:\n    a: [1048576, 1048576]\n"
+                    "    b: {numel: 1099511627777}\n    c: [2097152, 1048576]\n"
+                    "    d: [4294967296, 4294967296, 4]\n    e: [4294967296, 4294967296, 0]\n"
+                    "schedule: [train: 1]\n") ==
+          "input:6:16: error: parameter 'b' has too many elements; at most 1099511627776 (2^40) "
+          "are supported\n"
+          "    b: {numel: 1099511627777}\n"
+          "               ^~~~~~~~~~~~~\n"
+          "input:7:8: error: parameter 'c' has too many elements; at most 1099511627776 (2^40) "
+          "are supported\n"
+          "    c: [2097152, 1048576]\n"
+          "       ^\n"
+          "input:8:8: error: parameter 'd' has too many elements; at most 1099511627776 (2^40) "
+          "are supported\n"
+          "    d: [4294967296, 4294967296, 4]\n"
+          "       ^\n");
+  }
+
   TEST_CASE("load: the seed scenario") {
     const LoadResult result =
         load_scenario_file(ZFETCH_SOURCE_DIR "/scenarios/seed/resident_adapter_resume.yaml");
