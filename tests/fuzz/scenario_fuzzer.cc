@@ -32,7 +32,7 @@ constexpr size_t kMaxModules = 300;
 constexpr size_t kMaxParams = 300;
 constexpr size_t kMaxScheduleItems = 64;
 constexpr size_t kMaxRanks = 8;
-// Upper bound on (hook calls + accesses per pass) * passes * simulated ranks.
+// Upper bound on (hook calls + accesses + backward nodes per pass) * passes * simulated ranks.
 constexpr int64_t kMaxWork = 20'000;
 
 int64_t saturating_add(int64_t a, int64_t b) {
@@ -81,7 +81,7 @@ int64_t module_work(const Scenario& s, zfetch::model::ModuleIndex index,
   }
   memo[index] = kMaxWork + 1;  // a cycle (a loader bug) counts as too much work
   const ModuleSpec& m = s.modules[index];
-  int64_t w = 1;
+  int64_t w = m.outputs < 1 ? 1 : m.outputs;  // one pre-backward node per output
   if (m.has_forward) {
     w = saturating_add(w, ops_work(s, m.forward, memo));
   } else {
