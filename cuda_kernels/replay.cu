@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -88,30 +89,87 @@ class Graph {
     ZFETCH_CUDA_CHECK(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeThreadLocal));
   }
   // A new event recorded at the end of `s` (captured: an edge source).
+  // nullptr for a side stream that the capture never forked into (nothing to wait for).
   cudaEvent_t mark(cudaStream_t s) {
+    if (s != compute_ && !forked(s)) {
+      return nullptr;
+    }
     cudaEvent_t e = nullptr;
     ZFETCH_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     events_.push_back(e);
     ZFETCH_CUDA_CHECK(cudaEventRecord(e, s));
     return e;
   }
-  void wait(cudaStream_t s, cudaEvent_t e) { ZFETCH_CUDA_CHECK(cudaStreamWaitEvent(s, e, 0)); }
+  void wait(cudaStream_t s, cudaEvent_t e) {
+    if (e == nullptr) {
+      return;
+    }
+    ZFETCH_CUDA_CHECK(cudaStreamWaitEvent(s, e, 0));
+    if (s == comm_) {
+      comm_forked_ = true;
+    } else if (s == h2d_) {
+      h2d_forked_ = true;
+    }
+  }
+  bool forked(cudaStream_t s) const { return s == comm_ ? comm_forked_ : h2d_forked_; }
   // A timing event recorded inside the graph on the compute stream.
   cudaEvent_t timing_mark() {
     cudaEvent_t e = nullptr;
     ZFETCH_CUDA_CHECK(cudaEventCreate(&e));
     events_.push_back(e);
     ZFETCH_CUDA_CHECK(cudaEventRecordWithFlags(e, compute_, cudaEventRecordExternal));
+    compute_node_added();
     return e;
   }
   void spin(std::uint64_t ns) {
     replay_spin_kernel<<<1, 32, 0, compute_>>>(ns);
     ZFETCH_CUDA_CHECK_LAUNCH();
+    compute_node_added();
+  }
+
+  // Compute's dependencies are set explicitly: a capture merges every waited event into the
+  // stream's set until a node is added, so a run of waits with no compute kernel between them
+  // (short compute ops have none) made each later gather depend on every earlier one: O(n^2)
+  // edges, 34 us per gather in many_params. Side streams are chains, so compute needs only the
+  // newest node it waited on from each, plus its own last node.
+  struct Dep {
+    int stream = -1;  // 0 comm, 1 h2d
+    std::uint64_t seq = 0;
+    cudaGraphNode_t node = nullptr;
+  };
+  // The op just captured on side stream `s` (comm or h2d).
+  Dep side_done(cudaStream_t s) {
+    const int k = s == comm_ ? 0 : 1;
+    Dep d{k, ++seq_[k], tail(s)};
+    last_[k] = d;
+    return d;
+  }
+  void compute_wait(const Dep& d) {
+    if (d.stream < 0 || d.seq <= done_[d.stream] || d.node == nullptr) {
+      return;
+    }
+    done_[d.stream] = d.seq;
+    need_[d.stream] = d.node;
+    std::vector<cudaGraphNode_t> nodes;
+    if (own_ != nullptr) {
+      nodes.push_back(own_);
+    }
+    for (cudaGraphNode_t n : need_) {
+      if (n != nullptr) {
+        nodes.push_back(n);
+      }
+    }
+    ZFETCH_CUDA_CHECK(cudaStreamUpdateCaptureDependencies(
+        compute_, nodes.data(), nullptr, nodes.size(), cudaStreamSetCaptureDependencies));
+  }
+  // Compute waits for everything issued on the side streams so far.
+  void drain() {
+    compute_wait(last_[0]);
+    compute_wait(last_[1]);
   }
   void end() {
     // Every forked stream joins compute before the capture ends.
-    wait(compute_, mark(comm_));
-    wait(compute_, mark(h2d_));
+    drain();
     ZFETCH_CUDA_CHECK(cudaStreamEndCapture(compute_, &graph_));
     ZFETCH_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
   }
@@ -133,9 +191,28 @@ class Graph {
   }
 
  private:
+  // The single node that `s`'s capture depends on now (after an op on it), else nullptr.
+  static cudaGraphNode_t tail(cudaStream_t s) {
+    cudaStreamCaptureStatus status{};
+    const cudaGraphNode_t* deps = nullptr;
+    std::size_t n = 0;
+    ZFETCH_CUDA_CHECK(cudaStreamGetCaptureInfo(s, &status, nullptr, nullptr, &deps, nullptr, &n));
+    return n == 1 ? deps[0] : nullptr;
+  }
+  void compute_node_added() {
+    own_ = tail(compute_);
+    need_ = {nullptr, nullptr};
+  }
+  cudaGraphNode_t own_ = nullptr;
+  std::array<cudaGraphNode_t, 2> need_{nullptr, nullptr};
+  std::array<std::uint64_t, 2> seq_{0, 0};
+  std::array<std::uint64_t, 2> done_{0, 0};
+  std::array<Dep, 2> last_{};
   cudaStream_t compute_ = nullptr;
   cudaStream_t comm_ = nullptr;
   cudaStream_t h2d_ = nullptr;
+  bool comm_forked_ = false;
+  bool h2d_forked_ = false;
   std::vector<cudaEvent_t> events_;
   cudaEvent_t start_ = nullptr;
   cudaEvent_t stop_ = nullptr;
@@ -239,7 +316,8 @@ double time_graph(int reps, int samples, Body&& body) {
   return median(v);
 }
 
-ReplayMeasuredCalibration measure(const ReplaySchedule& schedule, double spin_gap_given) {
+ReplayMeasuredCalibration measure(const ReplaySchedule& schedule, double spin_gap_given,
+                                  BucketSet& own) {
   ReplayMeasuredCalibration m;
   const auto world = static_cast<std::uint32_t>(schedule.world_size);
   // Compute stand-ins back to back: period - spin = the gap a kernel adds.
@@ -256,10 +334,12 @@ ReplayMeasuredCalibration measure(const ReplaySchedule& schedule, double spin_ga
   // An empty round trip compute -> comm -> compute (what each dependent gather adds).
   m.cross_stream_ns = time_graph(200, 5, [](Graph& g) {
     g.wait(g.comm(), g.mark(g.compute()));
-    g.wait(g.compute(), g.mark(g.comm()));
+    g.compute_wait(g.side_done(g.comm()));
   });
-  // Dependent gathers as the replay issues them: compute -> comm (gather) -> compute. Buckets of
-  // 4 bf16 params; bytes counted as the timeline costs them, W * shard bytes.
+  // Dependent gathers as the replay issues them: compute -> comm (gather) -> compute, samples of
+  // milliseconds. Buckets of 4 bf16 params; bytes counted as the timeline costs them, W * shard
+  // bytes. (Subtracting a compute kernel put between them was tried: alpha 1.8 us, which
+  // predicted the small-gather scenarios 50-70% low.)
   cudaStream_t setup = nullptr;
   ZFETCH_CUDA_CHECK(cudaStreamCreateWithFlags(&setup, cudaStreamNonBlocking));
   {
@@ -274,17 +354,59 @@ ReplayMeasuredCalibration measure(const ReplaySchedule& schedule, double spin_ga
       }
       const Bucket& b = set.get(ps, specs);
       ZFETCH_CUDA_CHECK(cudaStreamSynchronize(setup));
-      const int reps = static_cast<int>(std::clamp<std::uint64_t>((64ULL << 20) / bytes, 4, 200));
+      const int reps = static_cast<int>(std::clamp<std::uint64_t>((1ULL << 30) / bytes, 8, 1000));
       const double t = time_graph(reps, 5, [&](Graph& g) {
         g.wait(g.comm(), g.mark(g.compute()));
         b.launch(g.comm());
-        g.wait(g.compute(), g.mark(g.comm()));
+        g.compute_wait(g.side_done(g.comm()));
       });
       const double gathered = static_cast<double>(b.shard_bytes) * world;
       m.gather_bytes.push_back(gathered);
       m.gather_ns.push_back(t);
       pts.push_back({gathered, t});
     }
+    // The schedule's own buckets: its gathers in issue order, split by size into up to 6 bins of
+    // equal count; each bin timed as a graph of its gathers (each a dependent round trip), one
+    // point (mean bytes, mean time) per bin. When the bins span a size range (max/min >= 4) they
+    // alone are fitted (the sweep's mid sizes bend the line away from what the schedule runs).
+    std::vector<const ReplayOp*> gathers;
+    for (const ReplayOp& op : schedule.ops) {
+      if (op.kind == ReplayOp::Kind::Gather && world > 1) {
+        gathers.push_back(&op);
+      }
+    }
+    std::sort(gathers.begin(), gathers.end(),
+              [](const ReplayOp* a, const ReplayOp* b) { return a->shard_bytes < b->shard_bytes; });
+    std::vector<TimedPoint> own_pts;
+    const std::size_t bins = std::min<std::size_t>(6, gathers.size());
+    for (std::size_t k = 0; k < bins; ++k) {
+      const std::size_t lo = k * gathers.size() / bins;
+      const std::size_t hi = (k + 1) * gathers.size() / bins;
+      std::vector<const Bucket*> bs;
+      double bytes = 0;
+      for (std::size_t i = lo; i < hi; ++i) {
+        bs.push_back(&own.get(gathers[i]->params, schedule.params));
+        bytes += static_cast<double>(gathers[i]->shard_bytes) * world;
+      }
+      const double t = time_graph(1, 5, [&](Graph& g) {
+        for (const Bucket* b : bs) {
+          g.wait(g.comm(), g.mark(g.compute()));
+          b->launch(g.comm());
+          g.compute_wait(g.side_done(g.comm()));
+        }
+      });
+      const double n = static_cast<double>(bs.size());
+      own_pts.push_back({bytes / n, t / n});
+      m.gather_bytes.push_back(bytes / n);
+      m.gather_ns.push_back(t / n);
+    }
+    const bool spans = own_pts.size() >= 2 && own_pts.back().bytes >= 4 * own_pts.front().bytes;
+    if (spans) {
+      pts = own_pts;
+    } else {
+      pts.insert(pts.end(), own_pts.begin(), own_pts.end());
+    }
+    m.fit_on = spans ? "schedule buckets" : "sweep + schedule buckets";
     const LinearFit f = fit_alpha_bandwidth(pts, 1.0);
     m.gather_alpha_ns = f.alpha_ns;
     m.gather_bw_gbps = f.bandwidth_gbps;
@@ -296,12 +418,12 @@ ReplayMeasuredCalibration measure(const ReplaySchedule& schedule, double spin_ga
     DeviceBuffer dev(64ULL << 20);
     std::vector<TimedPoint> pts;
     for (std::uint64_t bytes = 4096; bytes <= (64ULL << 20); bytes *= 4) {
-      const int reps = static_cast<int>(std::clamp<std::uint64_t>((16ULL << 20) / bytes, 4, 200));
+      const int reps = static_cast<int>(std::clamp<std::uint64_t>((64ULL << 20) / bytes, 8, 1000));
       const double t = time_graph(reps, 5, [&](Graph& g) {
         g.wait(g.h2d(), g.mark(g.compute()));
         ZFETCH_CUDA_CHECK(
             cudaMemcpyAsync(dev.get(), host.get(), bytes, cudaMemcpyHostToDevice, g.h2d()));
-        g.wait(g.compute(), g.mark(g.h2d()));
+        g.compute_wait(g.side_done(g.h2d()));
       });
       m.h2d_bytes.push_back(static_cast<double>(bytes));
       m.h2d_ns.push_back(t);
@@ -335,15 +457,7 @@ ReplayMeasurement run_replay(const ReplaySchedule& schedule, const ReplayConfig&
   cudaDeviceProp prop{};
   ZFETCH_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   out.device = prop.name;
-  if (config.measure_calibration) {
-    out.measured = measure(schedule, config.spin_gap_ns);
-  } else {
-    out.measured.calibration = config.calibration;
-    out.measured.spin_gap_ns = std::max(0.0, config.spin_gap_ns);
-  }
-  const auto gap = static_cast<std::int64_t>(out.measured.spin_gap_ns);
   const auto world = static_cast<std::uint32_t>(schedule.world_size);
-
   cudaStream_t setup = nullptr;
   ZFETCH_CUDA_CHECK(cudaStreamCreateWithFlags(&setup, cudaStreamNonBlocking));
   BucketSet set(world, setup);
@@ -355,13 +469,20 @@ ReplayMeasurement run_replay(const ReplaySchedule& schedule, const ReplayConfig&
   }
   ZFETCH_CUDA_CHECK(cudaStreamSynchronize(setup));
   out.device_bytes = set.bytes();
+  if (config.measure_calibration) {
+    out.measured = measure(schedule, config.spin_gap_ns, set);
+  } else {
+    out.measured.calibration = config.calibration;
+    out.measured.spin_gap_ns = std::max(0.0, config.spin_gap_ns);
+  }
+  const auto gap = static_cast<std::int64_t>(out.measured.spin_gap_ns);
   PinnedBuffer host(schedule.offload ? std::max<std::uint64_t>(max_shard, 16) : 0);
   if (schedule.offload) {
     std::memset(host.get(), 0x3c, host.size());
   }
 
   Graph g;
-  std::vector<cudaEvent_t> ready(schedule.ops.size(), nullptr);
+  std::vector<Graph::Dep> ready(schedule.ops.size());
   std::vector<cudaEvent_t> marks;
   g.begin();
   for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
@@ -373,31 +494,37 @@ ReplayMeasurement run_replay(const ReplaySchedule& schedule, const ReplayConfig&
       break;
     case ReplayOp::Kind::Gather: {
       const Bucket& b = set.get(op.params, schedule.params);
-      cudaEvent_t dep = g.mark(g.compute());  // issued at compute's current time
+      const cudaEvent_t issue = g.mark(g.compute());  // issued at compute's current time
+      Graph::Dep dep;
+      cudaEvent_t h2d_done = nullptr;
       if (schedule.offload) {
-        g.wait(g.h2d(), dep);
+        g.wait(g.h2d(), issue);
         // This rank's shards land in rank 0's slot of each group's input.
         for (const Bucket::Group& grp : b.groups) {
           ZFETCH_CUDA_CHECK(cudaMemcpyAsync(grp.input.get(), host.get(), grp.layout.rank_bytes(),
                                             cudaMemcpyHostToDevice, g.h2d()));
         }
-        dep = g.mark(g.h2d());
+        dep = g.side_done(g.h2d());
+        h2d_done = g.mark(g.h2d());
       }
       if (world > 1) {
-        g.wait(g.comm(), dep);
+        g.wait(g.comm(), h2d_done != nullptr ? h2d_done : issue);
         b.launch(g.comm());
-        dep = g.mark(g.comm());
+        dep = g.side_done(g.comm());
         ++out.gather_ops;
       }
       ready[i] = dep;
       if (op.sync) {
-        g.wait(g.compute(), dep);
+        g.compute_wait(dep);
       }
       break;
     }
+    case ReplayOp::Kind::Wait:
+      g.compute_wait(ready[op.waits[0]]);
+      break;
     case ReplayOp::Kind::Compute:
       for (std::uint32_t w : op.waits) {
-        g.wait(g.compute(), ready[w]);
+        g.compute_wait(ready[w]);
       }
       if (op.dur_ns > gap) {
         g.spin(static_cast<std::uint64_t>(op.dur_ns - gap));
@@ -409,8 +536,7 @@ ReplayMeasurement run_replay(const ReplaySchedule& schedule, const ReplayConfig&
     case ReplayOp::Kind::Rs:
       break;  // not replayed (its calibration is 0 in the prediction)
     case ReplayOp::Kind::Drain:
-      g.wait(g.compute(), g.mark(g.comm()));
-      g.wait(g.compute(), g.mark(g.h2d()));
+      g.drain();
       break;
     }
   }

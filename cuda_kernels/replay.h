@@ -15,6 +15,7 @@ struct ReplayMeasuredCalibration {
   double gather_alpha_ns = 0;        ///< fit of the dependent gather round trip
   double gather_bw_gbps = 0;         ///< bytes = W * shard bytes (what the timeline costs)
   std::vector<double> gather_bytes;  ///< the points of the fit
+  std::string fit_on;                ///< which points the gather fit used
   std::vector<double> gather_ns;
   double h2d_alpha_ns = 0;  ///< fit of pinned h2d copies (alpha is not modelled)
   double h2d_bw_gbps = 0;

@@ -110,6 +110,7 @@ nlohmann::json calibration_json(const ReplaySchedule& s, const ReplayMeasurement
   j["reduce_scatter"] = {{"alpha_ns", 0}, {"busbw_GBps", 0}};
   j["h2d"] = {{"bandwidth_GBps", c.h2d_bw_gbps}};
   j["replay"] = {
+      {"gather_fit_on", c.fit_on},
       {"spin_gap_ns", c.spin_gap_ns},
       {"cross_stream_round_trip_ns", c.cross_stream_ns},
       {"h2d_alpha_ns", c.h2d_alpha_ns},
@@ -152,11 +153,11 @@ int run(const ReplayCmdOptions& o) {
   }
   const ReplayMeasuredCalibration& mc = m.measured;
   std::printf(
-      "# device %s; calibration %s: gather alpha %.0f ns, %.1f GB/s (W*shard bytes); "
+      "# device %s; calibration %s: gather alpha %.0f ns, %.1f GB/s (W*shard bytes; fit on %s); "
       "h2d %.1f GB/s (alpha %.0f ns, not modelled); compute kernel gap %.0f ns; empty "
       "cross-stream round trip %.0f ns\n",
       m.device.c_str(), config.measure_calibration ? "measured here" : o.calibration.c_str(),
-      static_cast<double>(cal.allgather_alpha_ns), mc.gather_bw_gbps,
+      static_cast<double>(cal.allgather_alpha_ns), mc.gather_bw_gbps, mc.fit_on.c_str(),
       static_cast<double>(cal.h2d_bytes_per_s) / 1e9, mc.h2d_alpha_ns, mc.spin_gap_ns,
       mc.cross_stream_ns);
   std::printf(

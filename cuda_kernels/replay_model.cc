@@ -98,6 +98,13 @@ ReplaySchedule parse_replay_schedule(std::string_view text) {
           throw std::runtime_error("replay schedule: compute waits on a non-gather op");
         }
       }
+    } else if (kind == "wait") {
+      op.kind = ReplayOp::Kind::Wait;
+      const auto w = o.at("on").get<std::uint32_t>();
+      if (w >= s.ops.size() || s.ops[w].kind != ReplayOp::Kind::Gather) {
+        throw std::runtime_error("replay schedule: wait on a non-gather op");
+      }
+      op.waits = {w};
     } else if (kind == "rs") {
       op.kind = ReplayOp::Kind::Rs;
       op.bytes = o.at("bytes").get<std::int64_t>();
@@ -183,6 +190,9 @@ std::vector<PredictedStep> predict_steps(const ReplaySchedule& s, const ReplayCa
       }
       break;
     }
+    case ReplayOp::Kind::Wait:
+      now = std::max(now, ready[op.waits[0]]);
+      break;
     case ReplayOp::Kind::Compute:
       for (std::uint32_t w : op.waits) {
         now = std::max(now, ready[w]);

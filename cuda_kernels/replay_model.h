@@ -22,7 +22,7 @@ struct ReplayCalibration {
 };
 
 struct ReplayOp {
-  enum class Kind { Step, Gather, Compute, Rs, Drain };
+  enum class Kind { Step, Gather, Wait, Compute, Rs, Drain };
   Kind kind = Kind::Compute;
   std::int32_t step = 0;              ///< Step
   bool sync = false;                  ///< Gather: getter/persistent, compute waits at once
@@ -71,7 +71,8 @@ std::int64_t replay_transfer_ns(std::int64_t bytes, std::int64_t bytes_per_s);
 /// Per-step prediction: the timeline's rules over the schedule's operations. A gather is issued
 /// at compute's current time; with offload its h2d copy (shard bytes) runs on the h2d stream
 /// first; then the all-gather of W * shard bytes on comm when comm is free (none when it costs
-/// 0); a sync gather stalls compute until it ends; compute first waits for the gathers it
+/// 0); a sync gather stalls compute until it ends; a wait stalls compute until its gather ends;
+/// compute first waits for the gathers it
 /// waits on, then runs its duration; rs runs on its own stream from compute's time; drain waits
 /// for every stream. step_ns = compute time at the next step's start (or the end) minus at this
 /// step's start.

@@ -6,6 +6,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "trace/event.h"
+
 namespace zfetch::sim {
 
 namespace {
@@ -36,9 +38,24 @@ nlohmann::ordered_json collective(const CollectiveCalibration& c) {
 
 }  // namespace
 
+void ReplayDrainMarks::on_event(const trace::Event& event) {
+  if (event.kind == trace::EventKind::OptimizerStep && event.rank == rank_ &&
+      timeline_ != nullptr) {
+    drains_.push_back(static_cast<uint32_t>(timeline_->recording().slices.size()));
+  }
+  if (event.kind == trace::EventKind::Wait && event.rank == rank_ && timeline_ != nullptr &&
+      event.param_index != trace::Event::kNoIndex) {
+    waits_.emplace_back(static_cast<uint32_t>(timeline_->recording().slices.size()),
+                        event.param_index);
+  }
+  next_.on_event(event);
+}
+
 std::string replay_schedule_json(const Recording& recording, const TimelineSummary& summary,
                                  const model::Scenario& scenario, const Calibration& calibration,
-                                 int32_t rank) {
+                                 const ReplayDrainMarks& marks, int32_t rank) {
+  const std::vector<uint32_t>& drains = marks.drains();
+  const std::vector<std::pair<uint32_t, uint32_t>>& wait_marks = marks.waits();
   using nlohmann::ordered_json;
   const int64_t world = std::max<int64_t>(1, scenario.world_size);
   const bool offload = scenario.config.zero.offload_param.device != model::OffloadDevice::None;
@@ -61,19 +78,11 @@ std::string replay_schedule_json(const Recording& recording, const TimelineSumma
   }
   j["params"] = params;
 
-  // Steps of this rank that end in a drain: an optimizer step, and the last (finish()).
   std::vector<const StepSummary*> steps;
   for (const StepSummary& s : summary.steps) {
     if (s.rank == rank) {
       steps.push_back(&s);
     }
-  }
-  std::unordered_map<int32_t, bool> drains;
-  for (const StepSummary* s : steps) {
-    drains[s->step] = s->optimizer_step;
-  }
-  if (!steps.empty()) {
-    drains[steps.back()->step] = true;
   }
 
   ordered_json ops = ordered_json::array();
@@ -89,13 +98,36 @@ std::string replay_schedule_json(const Recording& recording, const TimelineSumma
       flows_to[f.to_slice].push_back(f.from_slice);
     }
   }
+  size_t next_drain = 0;
+  size_t next_wait = 0;
+  std::unordered_map<uint32_t, int64_t> last_gather;  // param -> latest gather op holding it
+  // Waits noted before slice `i` stall compute on the latest gather of their param.
+  auto emit_waits = [&](uint32_t i) {
+    for (; next_wait < wait_marks.size() && wait_marks[next_wait].first <= i; ++next_wait) {
+      const auto it = last_gather.find(wait_marks[next_wait].second);
+      if (it != last_gather.end()) {
+        ops.push_back({{"op", "wait"}, {"on", it->second}});
+      }
+    }
+  };
   for (uint32_t i = 0; i < n; ++i) {
     const Slice& s = recording.slices[i];
     if (s.rank != rank) {
       continue;
     }
+    emit_waits(i);
+    // An optimizer step drained before this slice (its step's, or the previous step's).
+    bool drain_here = false;
+    while (next_drain < drains.size() && drains[next_drain] <= i) {
+      drain_here = true;
+      ++next_drain;
+    }
+    if (drain_here && in_step && s.step == step) {
+      ops.push_back({{"op", "drain"}});
+      drain_here = false;
+    }
     if (!in_step || s.step != step) {
-      if (in_step && drains[step]) {
+      if (drain_here && in_step) {
         ops.push_back({{"op", "drain"}});
       }
       in_step = true;
@@ -135,6 +167,7 @@ std::string replay_schedule_json(const Recording& recording, const TimelineSumma
       for (uint32_t k = 0; k < s.params_count; ++k) {
         const model::ParamIndex p = recording.slice_params[s.params_begin + k];
         ps.push_back(p);
+        last_gather[p] = static_cast<int64_t>(ops.size());
         const model::ParamSpec& spec = scenario.params[p];
         const int64_t elem = model::dtype_bytes(spec.dtype);
         shard += (spec.numel + world - 1) / world * elem;
@@ -154,8 +187,9 @@ std::string replay_schedule_json(const Recording& recording, const TimelineSumma
     }
     }
   }
-  if (in_step && drains[step]) {
-    ops.push_back({{"op", "drain"}});
+  emit_waits(n);
+  if (in_step) {
+    ops.push_back({{"op", "drain"}});  // finish() drains the last step
   }
   j["ops"] = ops;
   ordered_json st = ordered_json::array();

@@ -88,7 +88,11 @@ int run(const RunOptions& options) {
   sim::TimelineOptions timeline_options;
   timeline_options.per_module = options.per_module;
   timeline_options.record = !options.timeline_path.empty() || !options.replay_schedule_path.empty();
-  sim::Timeline timeline(*scenario, cost, *sink, timeline_options);
+  sim::ReplayDrainMarks drain_marks(*sink);
+  sim::Timeline timeline(*scenario, cost,
+                         options.replay_schedule_path.empty() ? *sink : drain_marks,
+                         timeline_options);
+  drain_marks.attach(&timeline);
 
   const sim::Outcome outcome = sim::simulate(*scenario, sim_options, timeline);
   timeline.finish();
@@ -99,7 +103,7 @@ int run(const RunOptions& options) {
   if (!options.replay_schedule_path.empty() &&
       !write_file(options.replay_schedule_path,
                   sim::replay_schedule_json(timeline.recording(), timeline.summary(), *scenario,
-                                            *calibration.calibration))) {
+                                            *calibration.calibration, drain_marks))) {
     return kExitBadInput;
   }
   if (writer && !writer->flush()) {
