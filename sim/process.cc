@@ -715,64 +715,39 @@ void Process::replay(int32_t region_index) {
 // ---- ZenFlow transposed storage (section 6) ----
 
 void Process::zenflow_pre(ModuleIndex m) {
-  if (!scenario_.zenflow) {
-    return;
-  }
-  const int64_t id = modules_.ds_id[m];
-  for (ParamIndex p : coordinator_->param_list(m)) {
-    if (!params_.multi_dim[p]) {
-      continue;
-    }
-    if (params_.status[p] != Status::Available) {
-      continue;  // `data.t()` of a partitioned param's 0-element placeholder changes nothing
-    }
-    if (options_.discovery == Discovery::ResidentSkip) {
-      params_.compute_layout[p] ^= 1;  // old hooks: every pre-hook flips
-    } else {
-      // [PR] semantics 6, fixed hooks: only the sole consumer flips to compute layout; [I] the
-      // recompute owner added by attribution is not a consumer in the transpose sense.
-      const IdSet& consumers = params_.consumers[p];
-      size_t others = 0;
-      for (int64_t c : consumers.ids()) {
-        if (c != id && c != params_.attributed_owner[p]) {
-          ++others;
-        }
-      }
-      if (!consumers.contains(id) || others > 0 || params_.compute_layout[p]) {
-        continue;
-      }
-      params_.compute_layout[p] = 1;
-    }
-    emitter_.emit(EventKind::Transpose, m, p, -1, -1, Status::None);
-  }
+  zenflow_transpose(m, true);
 }
 
 void Process::zenflow_post(ModuleIndex m) {
+  zenflow_transpose(m, false);
+}
+
+void Process::zenflow_transpose(ModuleIndex m, bool to_compute) {
   if (!scenario_.zenflow) {
     return;
   }
   const int64_t id = modules_.ds_id[m];
   for (ParamIndex p : coordinator_->param_list(m)) {
-    if (!params_.multi_dim[p]) {
-      continue;
-    }
-    if (params_.status[p] != Status::Available) {
+    // `data.t()` of a partitioned param's 0-element placeholder changes nothing; 1-D params
+    // are never transposed.
+    if (!params_.multi_dim[p] || params_.status[p] != Status::Available) {
       continue;
     }
     if (options_.discovery == Discovery::ResidentSkip) {
-      params_.compute_layout[p] ^= 1;
+      params_.compute_layout[p] ^= 1;  // old hooks: every pre- and post-hook flips
     } else {
+      // [PR] semantics 6, fixed hooks: only the sole consumer flips (to compute layout before,
+      // back to storage after); [I] the recompute owner added by attribution is not a consumer
+      // in the transpose sense.
       const IdSet& consumers = params_.consumers[p];
-      size_t others = 0;
-      for (int64_t c : consumers.ids()) {
-        if (c != id && c != params_.attributed_owner[p]) {
-          ++others;
-        }
-      }
-      if (!consumers.contains(id) || others > 0 || !params_.compute_layout[p]) {
+      const bool sole = consumers.contains(id) &&
+                        std::all_of(consumers.ids().begin(), consumers.ids().end(), [&](int64_t c) {
+                          return c == id || c == params_.attributed_owner[p];
+                        });
+      if (!sole || params_.compute_layout[p] == (to_compute ? 1 : 0)) {
         continue;
       }
-      params_.compute_layout[p] = 0;
+      params_.compute_layout[p] = to_compute ? 1 : 0;
     }
     emitter_.emit(EventKind::Transpose, m, p, -1, -1, Status::None);
   }

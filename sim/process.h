@@ -73,6 +73,7 @@ class Process {
   void handle_returns(ModuleIndex m);
   void zenflow_pre(ModuleIndex m);
   void zenflow_post(ModuleIndex m);
+  void zenflow_transpose(ModuleIndex m, bool to_compute);
   void check_compute_layout(ModuleIndex m);
   bool condition_holds(const model::Condition& when) const;
   [[nodiscard]] ModuleIndex stack_top() const;
