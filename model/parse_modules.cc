@@ -120,8 +120,15 @@ void ScenarioParser::read_module(const Field& field, ModuleIndex parent) {
         spec.leaf = *flag;
       }
     } else if (key == "outputs") {
+      // One backward node per output: a bound keeps a typo from exhausting memory.
+      constexpr int64_t kMaxOutputs = 1024;
       if (auto count = reader_.read_int(value, 1)) {
-        spec.outputs = *count;
+        if (*count > kMaxOutputs) {
+          reader_.error(value.value,
+                        fmt::format("expected at most {} outputs, got {}", kMaxOutputs, *count));
+        } else {
+          spec.outputs = *count;
+        }
       }
     } else if (key == "compute_us") {
       if (auto time = reader_.read_int(value, 0)) {

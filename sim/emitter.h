@@ -23,14 +23,17 @@ struct Context {
 /// Emits events; holds nothing per event (names are views into the scenario).
 class Emitter {
  public:
+  /// `first_seq`: events of one trace are numbered across ranks, so a later rank continues
+  /// where the previous one stopped.
   Emitter(const model::Scenario& scenario, const ParamState& params, const ModuleState& modules,
-          trace::EventSink& sink)
-      : scenario_(scenario), params_(params), modules_(modules), sink_(sink) {}
+          trace::EventSink& sink, uint64_t first_seq)
+      : scenario_(scenario), params_(params), modules_(modules), sink_(sink), seq_(first_seq) {}
 
   Context context;
   RunStats stats;
 
-  [[nodiscard]] uint64_t count() const { return seq_; }
+  /// The seq the next event gets.
+  [[nodiscard]] uint64_t next_seq() const { return seq_; }
 
   void emit(trace::EventKind kind, ModuleIndex m = model::kNone, ParamIndex p = model::kNone,
             int32_t trace_step = -1, int64_t group = -1, Status status = Status::None) {
@@ -83,7 +86,7 @@ class Emitter {
   const ParamState& params_;
   const ModuleState& modules_;
   trace::EventSink& sink_;
-  uint64_t seq_ = 0;
+  uint64_t seq_;
 };
 
 }  // namespace zfetch::sim

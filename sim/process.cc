@@ -51,12 +51,12 @@ bool is_leaf(const model::Scenario& scenario, ModuleIndex m) {
 }  // namespace
 
 Process::Process(const model::Scenario& scenario, const Options& options, int32_t rank,
-                 trace::EventSink& sink, CollectiveLog& collectives)
+                 trace::EventSink& sink, CollectiveLog& collectives, uint64_t first_seq)
     : scenario_(scenario),
       config_(scenario.config.zero),
       options_(options),
       collectives_(collectives),
-      emitter_(scenario, params_, modules_, sink) {
+      emitter_(scenario, params_, modules_, sink, first_seq) {
   emitter_.context.rank = rank;
   const size_t np = scenario.params.size();
   const size_t nm = scenario.modules.size();
@@ -162,6 +162,7 @@ RankResult Process::run() {
     result.warnings.insert(result.warnings.end(), w.begin(), w.end());
   }
   result.stats = emitter_.stats;
+  result.next_seq = emitter_.next_seq();
   return result;
 }
 

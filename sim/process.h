@@ -24,12 +24,13 @@ struct RankResult {
   int64_t invalidations = 0;
   std::vector<std::string> warnings;
   RunStats stats;
+  uint64_t next_seq = 0;  ///< the seq after this rank's last event
 };
 
 class Process {
  public:
   Process(const model::Scenario& scenario, const Options& options, int32_t rank,
-          trace::EventSink& sink, CollectiveLog& collectives);
+          trace::EventSink& sink, CollectiveLog& collectives, uint64_t first_seq);
 
   /// Runs the whole schedule; never throws.
   RankResult run();

@@ -212,10 +212,12 @@ Outcome simulate(const model::Scenario& scenario, const Options& options, trace:
   const std::vector<int32_t> ranks = distinct_ranks(scenario);
   const bool compare = ranks.size() > 1;
   std::vector<RankRun> runs;
+  uint64_t seq = 0;  // one numbering for the whole trace: ranks follow one another
   for (int32_t rank : ranks) {
     CollectiveLog log(compare);
-    Process process(scenario, options, rank, sink, log);
+    Process process(scenario, options, rank, sink, log, seq);
     RankRun run{rank, process.run(), {}};
+    seq = run.result.next_seq;
     run.collectives = log.entries();
     runs.push_back(std::move(run));
   }

@@ -103,8 +103,11 @@ std::string render_dot(const model::Scenario& scenario) {
       if (edge.kind == model::EdgeKind::Child) {
         fmt::format_to(it, "  m{} -> m{};\n", *v, target);
       } else {
+        // Both arms are string_views: a `std::string : ""` conditional would build a temporary.
         const std::string_view param =
-            edge.param < scenario.params.size() ? scenario.params[edge.param].qualified_name : "";
+            edge.param < scenario.params.size()
+                ? std::string_view(scenario.params[edge.param].qualified_name)
+                : std::string_view();
         fmt::format_to(it, "  m{} -> m{} [style=dashed, label=\"{}\"];\n", *v, target,
                        dot_escape(param));
       }
