@@ -3,7 +3,10 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <string_view>
+#include <vector>
 
+#include "model/spellcheck.h"
 #include "tools/commands.h"
 
 namespace {
@@ -22,9 +25,33 @@ constexpr Command kCommands[] = {
      zfetch::tools::setup_validate},
 };
 
+// A first word that names no subcommand gets ninja's message, with the closest name.
+bool report_unknown_subcommand(int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') {
+    return false;
+  }
+  const std::string_view word = argv[1];
+  std::vector<std::string_view> names;
+  for (const Command& command : kCommands) {
+    if (word == command.name) {
+      return false;
+    }
+    names.push_back(command.name);
+  }
+  std::fprintf(stderr, "command line: error: unknown subcommand '%s'", argv[1]);
+  if (const auto guess = zfetch::model::closest_word(word, names)) {
+    std::fprintf(stderr, ", did you mean '%s'?", guess->c_str());
+  }
+  std::fprintf(stderr, "\n");
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (report_unknown_subcommand(argc, argv)) {
+    return zfetch::tools::kExitBadInput;
+  }
   CLI::App app{"zfetch: simulate and verify DeepSpeed ZeRO-3 parameter-fetch schedules"};
   app.set_version_flag("--version", std::string("zfetch ") + ZFETCH_VERSION);
   app.require_subcommand(1);
