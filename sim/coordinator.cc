@@ -202,7 +202,9 @@ void Coordinator::gather(std::span<const ParamIndex> ps, EventKind kind) {
     }
   }
   // An all-gather matches its peers by size only: different params of the same size pass.
-  collectives_.add(CollectiveKind::Gather, std::move(ids), emitter_.context, step_id_);
+  if (collectives_.enabled()) {
+    collectives_.add(CollectiveKind::Gather, std::move(ids), emitter_.context, step_id_);
+  }
 }
 
 void Coordinator::wait(ParamIndex p) {
@@ -254,9 +256,11 @@ void Coordinator::gather_sync(ParamIndex p, EventKind kind) {
   emitter_.emit(kind, model::kNone, p);
   ++emitter_.stats.getter_gathers;
   emitter_.stats.gathered_bytes += params_.bytes[p];
-  collectives_.add(kind == EventKind::PersistentGather ? CollectiveKind::PersistentGather
-                                                       : CollectiveKind::GetterGather,
-                   {params_.partition_numel[p]}, emitter_.context, step_id_);
+  if (collectives_.enabled()) {  // the payload vector is built only when ranks are compared
+    collectives_.add(kind == EventKind::PersistentGather ? CollectiveKind::PersistentGather
+                                                         : CollectiveKind::GetterGather,
+                     {params_.partition_numel[p]}, emitter_.context, step_id_);
+  }
 }
 
 // ---- fetch (4.1) ----
