@@ -74,16 +74,8 @@ void Coordinator::set_most_recent(ParamIndex p, int64_t s) {
 
 void Coordinator::raise(OutcomeKind kind, std::string message, std::string explanation,
                         ModuleIndex module) {
-  Failure failure;
-  failure.module = module;
-  failure.message = std::move(message);
-  failure.explanation = std::move(explanation);
-  failure.phase = emitter_.context.phase;
-  failure.rank = emitter_.context.rank;
-  failure.engine = emitter_.context.engine;
-  failure.step = emitter_.context.step;
-  failure.micro_step = emitter_.context.micro_step;
-  failure.trace_step = step_id_;
+  Failure failure =
+      failure_at(emitter_.context, step_id_, module, std::move(message), std::move(explanation));
   throw Raised{kind, std::move(failure)};
 }
 

@@ -3,9 +3,26 @@
 
 #include <string>
 
+#include "sim/emitter.h"
 #include "sim/simulator.h"
 
 namespace zfetch::sim {
+
+/// A failure stamped with where the simulation is (`where`) and the coordinator's step.
+inline Failure failure_at(const Context& where, int32_t trace_step, ModuleIndex module,
+                          std::string message, std::string explanation) {
+  Failure failure;
+  failure.message = std::move(message);
+  failure.explanation = std::move(explanation);
+  failure.phase = where.phase;
+  failure.rank = where.rank;
+  failure.engine = where.engine;
+  failure.step = where.step;
+  failure.micro_step = where.micro_step;
+  failure.trace_step = trace_step;
+  failure.module = module;
+  return failure;
+}
 
 /// Thrown inside one simulated process when DeepSpeed would raise; never crosses the API.
 struct Raised {

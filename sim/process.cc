@@ -168,16 +168,9 @@ RankResult Process::run() {
 
 void Process::raise(OutcomeKind kind, std::string message, std::string explanation,
                     ModuleIndex module, int32_t trace_step) {
-  Failure failure;
-  failure.module = module;
-  failure.message = std::move(message);
-  failure.explanation = std::move(explanation);
-  failure.phase = emitter_.context.phase;
-  failure.rank = emitter_.context.rank;
-  failure.engine = emitter_.context.engine;
-  failure.step = emitter_.context.step;
-  failure.micro_step = emitter_.context.micro_step;
-  failure.trace_step = trace_step >= 0 ? trace_step : coordinator_ ? coordinator_->step_id() : -1;
+  const int32_t step = trace_step >= 0 ? trace_step : coordinator_ ? coordinator_->step_id() : -1;
+  Failure failure =
+      failure_at(emitter_.context, step, module, std::move(message), std::move(explanation));
   emitter_.emit(EventKind::Error);
   throw Raised{kind, std::move(failure)};
 }

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "sim/ds_format.h"
+#include "sim/failure.h"
 #include "sim/process.h"
 
 namespace zfetch::sim {
@@ -125,11 +126,7 @@ Outcome compare_ranks(std::vector<RankRun>& runs) {
   failure.rank = diverging->rank;
   if (first < diverging->collectives.size()) {
     const Collective& at = diverging->collectives[first];
-    failure.phase = at.when.phase;
-    failure.engine = at.when.engine;
-    failure.step = at.when.step;
-    failure.micro_step = at.when.micro_step;
-    failure.trace_step = at.trace_step;
+    failure = failure_at(at.when, at.trace_step, model::kNone, {}, {});
     if (is_agreement(at.kind)) {
       failure.module = 0;      // agreement checks run in reset_step, at the root's forward,
       failure.trace_step = 0;  // before the pass's first fetch
