@@ -39,6 +39,13 @@ std::int64_t replay_transfer_ns(std::int64_t bytes, std::int64_t bytes_per_s) {
   return round_div(static_cast<Int128>(bytes) * kNsPerSecond, bytes_per_s);
 }
 
+std::int64_t replay_h2d_ns(std::int64_t alpha_ns, std::int64_t bytes, std::int64_t bytes_per_s) {
+  if (bytes <= 0) {
+    return 0;
+  }
+  return alpha_ns + replay_transfer_ns(bytes, bytes_per_s);
+}
+
 std::int64_t replay_collective_ns(std::int64_t alpha_ns, std::int64_t busbw, std::int64_t bytes,
                                   std::int64_t world_size) {
   if (world_size <= 1 || bytes <= 0) {
@@ -68,6 +75,7 @@ ReplaySchedule parse_replay_schedule(std::string_view text) {
   s.calibration.rs_alpha_ns = cal.at("reduce_scatter").at("alpha_ns").get<std::int64_t>();
   s.calibration.rs_busbw = cal.at("reduce_scatter").at("busbw_bytes_per_s").get<std::int64_t>();
   s.calibration.h2d_bytes_per_s = cal.at("h2d_bytes_per_s").get<std::int64_t>();
+  s.calibration.h2d_alpha_ns = cal.value("h2d_alpha_ns", std::int64_t{0});
   for (const nlohmann::json& p : j.at("params")) {
     s.params.push_back({p.at(0).get<std::uint64_t>(), p.at(1).get<std::uint32_t>()});
   }
@@ -140,7 +148,9 @@ ReplayCalibration parse_replay_calibration(std::string_view text) {
     c.rs_busbw = gbps(rs, "busbw_GBps");
   }
   if (j.contains("h2d")) {
-    c.h2d_bytes_per_s = gbps(j.at("h2d"), "bandwidth_GBps");
+    const nlohmann::json& h2d = j.at("h2d");
+    c.h2d_bytes_per_s = gbps(h2d, "bandwidth_GBps");
+    c.h2d_alpha_ns = std::llround(h2d.value("alpha_ns", 0.0));
   }
   return c;
 }
@@ -175,7 +185,7 @@ std::vector<PredictedStep> predict_steps(const ReplaySchedule& s, const ReplayCa
       std::int64_t r = now;
       if (s.offload) {
         const std::int64_t st = std::max(r, free[kH2d]);
-        free[kH2d] = st + replay_transfer_ns(op.shard_bytes, c.h2d_bytes_per_s);
+        free[kH2d] = st + replay_h2d_ns(c.h2d_alpha_ns, op.shard_bytes, c.h2d_bytes_per_s);
         r = free[kH2d];
       }
       const std::int64_t dur = replay_collective_ns(c.allgather_alpha_ns, c.allgather_busbw,

@@ -11,7 +11,7 @@
 namespace zfetch::gpu {
 
 /// The constants the timeline's cost model takes from a calibration (sim/calibration.h), as
-/// integers: collectives `alpha + (W-1)/W * bytes / busbw`, h2d `bytes / bandwidth`.
+/// integers: collectives `alpha + (W-1)/W * bytes / busbw`, h2d `alpha + bytes / bandwidth`.
 struct ReplayCalibration {
   std::string machine;
   std::int64_t allgather_alpha_ns = 0;
@@ -19,6 +19,7 @@ struct ReplayCalibration {
   std::int64_t rs_alpha_ns = 0;
   std::int64_t rs_busbw = 0;  ///< bytes/s
   std::int64_t h2d_bytes_per_s = 0;
+  std::int64_t h2d_alpha_ns = 0;  ///< fixed cost per h2d copy (0 in files without h2d.alpha_ns)
 };
 
 struct ReplayOp {
@@ -60,22 +61,23 @@ ReplaySchedule parse_replay_schedule(std::string_view text);
 
 /// Reads the calibration constants from a `zfetch-calibration` file's text, as
 /// sim/calibration.cc does: allgather/reduce_scatter alpha_ns and busbw_GBps (reduce_scatter
-/// defaults to allgather), h2d.bandwidth_GBps; GB/s rounded to bytes/s. Throws on bad input.
+/// defaults to allgather), h2d.bandwidth_GBps and h2d.alpha_ns (0 when absent); GB/s rounded to
+/// bytes/s, alpha to the nearest ns. Throws on bad input.
 ReplayCalibration parse_replay_calibration(std::string_view text);
 
-/// `collective_ns` and `transfer_ns` of sim/cost_model.cc (same integer arithmetic).
+/// `collective_ns`, `transfer_ns` and `h2d_copy_ns` of sim/cost_model.cc (same integer arithmetic).
 std::int64_t replay_collective_ns(std::int64_t alpha_ns, std::int64_t busbw, std::int64_t bytes,
                                   std::int64_t world_size);
 std::int64_t replay_transfer_ns(std::int64_t bytes, std::int64_t bytes_per_s);
+std::int64_t replay_h2d_ns(std::int64_t alpha_ns, std::int64_t bytes, std::int64_t bytes_per_s);
 
 /// Per-step prediction: the timeline's rules over the schedule's operations. A gather is issued
-/// at compute's current time; with offload its h2d copy (shard bytes) runs on the h2d stream
-/// first; then the all-gather of W * shard bytes on comm when comm is free (none when it costs
-/// 0); a sync gather stalls compute until it ends; a wait stalls compute until its gather ends;
-/// compute first waits for the gathers it
-/// waits on, then runs its duration; rs runs on its own stream from compute's time; drain waits
-/// for every stream. step_ns = compute time at the next step's start (or the end) minus at this
-/// step's start.
+/// at compute's current time; with offload its h2d copy (shard bytes; alpha + bytes / bandwidth)
+/// runs on the h2d stream first; then the all-gather of W * shard bytes on comm when comm is free
+/// (none when it costs 0); a sync gather stalls compute until it ends; a wait stalls compute until
+/// its gather ends; compute first waits for the gathers it waits on, then runs its duration; rs
+/// runs on its own stream from compute's time; drain waits for every stream. step_ns = compute time
+/// at the next step's start (or the end) minus at this step's start.
 struct PredictedStep {
   std::int32_t step = 0;
   std::int64_t step_ns = 0;

@@ -267,6 +267,9 @@ CalibrationResult parse_calibration(std::string_view file_name, std::string_view
     if (const auto bw = reader.number(*h2d, {"h2d", "bandwidth_GBps"}, true)) {
       c.h2d_bytes_per_s = gbps_to_bytes(*bw);
     }
+    if (const auto alpha = reader.number(*h2d, {"h2d", "alpha_ns"}, false)) {
+      c.h2d_alpha_ns = std::llround(*alpha);
+    }
   }
   c.flops_per_s = kDefaultFlopsPerSecond;
   if (const json* compute = reader.object(root, {"compute"}, false)) {

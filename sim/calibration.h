@@ -31,6 +31,7 @@ struct Calibration {
   CollectiveCalibration reduce_scatter;  ///< defaults to `allgather` when the file has none
   int64_t d2d_bytes_per_s = 0;           ///< device-to-device copy bandwidth (0: not measured)
   int64_t h2d_bytes_per_s = 0;           ///< host-to-device copy bandwidth (offload_param)
+  Tick h2d_alpha_ns = 0;                 ///< fixed cost per host-to-device copy (0: not measured)
   int64_t flops_per_s = 0;               ///< dense compute rate for derived module times
 };
 

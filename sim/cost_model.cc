@@ -84,8 +84,15 @@ Tick AnalyticalCostModel::reduce_scatter(int64_t bytes, int64_t world_size) cons
   return collective_ns(calibration_.reduce_scatter, bytes, world_size);
 }
 
+Tick h2d_copy_ns(Tick alpha_ns, int64_t bytes, int64_t bytes_per_s) {
+  if (bytes <= 0) {
+    return 0;
+  }
+  return alpha_ns + transfer_ns(bytes, bytes_per_s);
+}
+
 Tick AnalyticalCostModel::h2d_copy(int64_t bytes) const {
-  return transfer_ns(bytes, calibration_.h2d_bytes_per_s);
+  return h2d_copy_ns(calibration_.h2d_alpha_ns, bytes, calibration_.h2d_bytes_per_s);
 }
 
 Tick AnalyticalCostModel::compute(model::ModuleIndex module, trace::Phase phase) const {

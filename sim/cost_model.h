@@ -19,7 +19,7 @@ class CostModel {
   [[nodiscard]] virtual Tick all_gather(int64_t bytes, int64_t world_size) const = 0;
   /// Reduce-scatter of `bytes` of gradients (the full, padded size) over `world_size` ranks.
   [[nodiscard]] virtual Tick reduce_scatter(int64_t bytes, int64_t world_size) const = 0;
-  /// Host-to-device copy of `bytes` (offloaded partitions before a gather).
+  /// Host-to-device copy of `bytes` (offloaded partitions before a gather): alpha + bytes / bw.
   [[nodiscard]] virtual Tick h2d_copy(int64_t bytes) const = 0;
   /// Compute of one call of `module` in `phase` (Fwd, Eval, Recompute or Bwd).
   [[nodiscard]] virtual Tick compute(model::ModuleIndex module, trace::Phase phase) const = 0;
@@ -28,6 +28,10 @@ class CostModel {
 /// Time to move `bytes` at `bytes_per_s`, rounded to the nearest ns (halves up); 0 when the
 /// bandwidth is 0 or less (not modelled). Exact integer arithmetic (128-bit intermediate).
 Tick transfer_ns(int64_t bytes, int64_t bytes_per_s);
+
+/// Cost of one host-to-device copy of `bytes`: alpha_ns + bytes / bandwidth (transfer_ns), the
+/// fixed cost of a dependent pinned cudaMemcpyAsync plus its transfer; 0 for no bytes (no copy).
+Tick h2d_copy_ns(Tick alpha_ns, int64_t bytes, int64_t bytes_per_s);
 
 /// Cost of a ring-style collective in the nccl-tests bus-bandwidth model:
 ///   t = alpha + ((N-1)/N) * B / busbw

@@ -71,6 +71,7 @@ std::string replay_schedule_json(const Recording& recording, const TimelineSumma
   cal["allgather"] = collective(calibration.allgather);
   cal["reduce_scatter"] = collective(calibration.reduce_scatter);
   cal["h2d_bytes_per_s"] = calibration.h2d_bytes_per_s;
+  cal["h2d_alpha_ns"] = calibration.h2d_alpha_ns;
   j["calibration"] = cal;
   ordered_json params = ordered_json::array();
   for (const model::ParamSpec& p : scenario.params) {

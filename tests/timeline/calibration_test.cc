@@ -25,7 +25,7 @@ TEST_SUITE("timeline") {
   "allgather": {"alpha_ns": 15000.4, "busbw_GBps": 362.5, "points": [[1024, 20.0]]},
   "gather_kernel": {"anything": true},
   "d2d_copy_GBps": 1500,
-  "h2d": {"bandwidth_GBps": 53.25},
+  "h2d": {"bandwidth_GBps": 53.25, "alpha_ns": 2517.6},
   "reduce_scatter": {"alpha_ns": 16000, "busbw_GBps": 350},
   "compute": {"flops_per_s": 7.5e14}
 })");
@@ -38,6 +38,7 @@ TEST_SUITE("timeline") {
     CHECK(c.reduce_scatter.alpha_ns == 16'000);
     CHECK(c.reduce_scatter.busbw_bytes_per_s == 350'000'000'000);
     CHECK(c.h2d_bytes_per_s == 53'250'000'000);
+    CHECK(c.h2d_alpha_ns == 2'518);
     CHECK(c.d2d_bytes_per_s == 1'500'000'000'000);
     CHECK(c.flops_per_s == 750'000'000'000'000);
   }
@@ -49,6 +50,16 @@ TEST_SUITE("timeline") {
     CHECK(r.calibration->reduce_scatter.alpha_ns == 10);
     CHECK(r.calibration->reduce_scatter.busbw_bytes_per_s == 100'000'000'000);
     CHECK(r.calibration->flops_per_s == kDefaultFlopsPerSecond);
+    CHECK(r.calibration->h2d_alpha_ns == 0);  // files without h2d.alpha_ns read as before
+  }
+
+  TEST_CASE("calibration: h2d.alpha_ns must be a number >= 0") {
+    const CalibrationResult r = parse_calibration("cal.json", R"({"format": "zfetch-calibration",
+"version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100},
+"h2d": {"bandwidth_GBps": 50, "alpha_ns": -1}})");
+    REQUIRE(r.diagnostics.size() == 1);
+    CHECK(first_error(r) ==
+          "cal.json:3:31: error: expected a number between 0 and 1e18 for 'h2d.alpha_ns', got -1");
   }
 
   TEST_CASE("calibration: errors point at the input") {

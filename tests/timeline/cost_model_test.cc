@@ -69,6 +69,18 @@ TEST_SUITE("timeline") {
     CHECK(cost.reduce_scatter(4'096, 4) == 4'072);
     CHECK(cost.all_gather(4'096, 1) == 0);
   }
+
+  TEST_CASE("cost_model: an h2d copy costs alpha plus bytes over the bandwidth") {
+    testing::ScenarioBuilder b(1);
+    Calibration c = testing::round_calibration();
+    c.h2d_alpha_ns = 2'500;
+    AnalyticalCostModel cost(b.s, c);
+    CHECK(cost.h2d_copy(1'024) == 2'500 + 2'048);  // alpha + 1'024 B at 0.5 B/ns
+    CHECK(cost.h2d_copy(1) == 2'500 + 2);
+    CHECK(cost.h2d_copy(0) == 0);                          // nothing to copy: no copy, no alpha
+    CHECK(h2d_copy_ns(2'500, 3, 2'000'000'000) == 2'502);  // 1.5 ns rounds up once
+    CHECK(h2d_copy_ns(2'500, 1'000, 0) == 2'500);          // bandwidth not modelled
+  }
 }
 
 }  // namespace

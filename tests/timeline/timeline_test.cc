@@ -107,6 +107,25 @@ TEST_SUITE("timeline") {
     CHECK(tl.summary().steps.at(0).step_ns == 16'120);
   }
 
+  TEST_CASE("timeline: an h2d alpha is paid once per offloaded gather") {
+    ScenarioBuilder b(4);
+    b.s.config.zero.offload_param.device = model::OffloadDevice::Cpu;
+    const auto m = b.module("a", 10);
+    const auto p = b.param(m, "w", 1'024);
+    Calibration c = testing::round_calibration();
+    c.h2d_alpha_ns = 2'500;
+    AnalyticalCostModel cost(b.s, c);
+    VectorSink out;
+    Timeline tl(b.s, cost, out);
+    feed(tl, {Ev(EventKind::Fetch).module(m), Ev(EventKind::Gather).module(m).param(p).group(1),
+              Ev(EventKind::Wait).module(m).param(p).group(1), Ev(EventKind::Compute).module(m)});
+    tl.finish();
+    // h2d: 2'500 + 1'024 B at 0.5 B/ns = 4'548 ns, [0, 4'548); comm [4'548, 8'620).
+    CHECK(out.events[2].t_ns == 4'548 + kGather4k);
+    CHECK(tl.summary().steps.at(0).exposed_comm_ns == 8'620);
+    CHECK(tl.summary().steps.at(0).step_ns == 18'620);
+  }
+
   TEST_CASE("timeline: world size 1 gathers cost nothing") {
     ScenarioBuilder b(1);
     const auto m = b.module("a", 10);
