@@ -323,8 +323,8 @@ BenchResult run_bench(NcclWorld& world, const BenchConfig& config) {
     }
     const BucketLayout sim = make_bucket_layout(sweep_numels(bytes, 2, unit), config.sim_world, 2);
     // {variant, chunk bytes (0: auto), grid divisor}
-    static constexpr int kTrials[][3] = {{0, 0, 1}, {1, 0, 1}, {4, 0, 1},    {1, 8192, 1},
-                                         {1, 0, 2}, {1, 0, 4}, {0, 8192, 2}, {1, 8192, 4}};
+    static constexpr int kTrials[][3] = {{5, 0, 1}, {6, 0, 1},    {7, 0, 1}, {1, 0, 1},
+                                         {0, 0, 1}, {0, 8192, 2}, {4, 0, 1}};
     for (const auto& trial : kTrials) {
       VariantPoint vp;
       vp.bytes = sim.output_bytes();

@@ -1,6 +1,8 @@
-// The fused ZeRO-3 reassembly kernel (see gather_kernel.cuh): a persistent grid of warps walks a
-// host-built table of chunks; each warp copies one chunk with 16-byte vectors when source and
-// destination share their alignment, else 4-byte words (funnel-shifted when they differ mod 4).
+// The fused ZeRO-3 reassembly kernel (see gather_kernel.cuh). A host-built table of chunks is
+// copied either one chunk per block (tile variants: a grid of one block per chunk, the shape of
+// cudaMemcpyAsync's own copy kernel) or one chunk per warp of a persistent grid. A group of
+// threads copies a chunk with 16-byte vectors when source and destination share their
+// alignment, else 4-byte words (funnel-shifted when they differ mod 4).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -46,30 +48,32 @@ __device__ __forceinline__ std::uint32_t load4(const std::uint32_t* p) {
   return *p;
 }
 
-// Lanes copy single bytes [0, n), n < 32 * something small (heads and tails).
+// In every copy below, `Width` threads copy together; `t` is this thread's index among them.
+
+// Single bytes [0, n): heads and tails, n < 16.
+template <unsigned Width>
 __device__ __forceinline__ void copy_bytes(std::byte* d, const std::byte* s, std::uint64_t n,
-                                           unsigned lane) {
-  for (std::uint64_t i = lane; i < n; i += 32) {
+                                           unsigned t) {
+  for (std::uint64_t i = t; i < n; i += Width) {
     d[i] = s[i];
   }
 }
 
 // Body copies, both pointers aligned to the unit; all loads of a round issued before its stores.
-template <int Unroll, int Hint>
-__device__ __forceinline__ void copy_vec16(uint4* d, const uint4* s, std::uint64_t n,
-                                           unsigned lane) {
-  for (std::uint64_t base = 0; base < n; base += 32 * Unroll) {
+template <unsigned Width, int Unroll, int Hint>
+__device__ __forceinline__ void copy_vec16(uint4* d, const uint4* s, std::uint64_t n, unsigned t) {
+  for (std::uint64_t base = 0; base < n; base += Width * Unroll) {
     uint4 r[Unroll];
 #pragma unroll
     for (int u = 0; u < Unroll; ++u) {
-      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * 32 + lane;
+      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * Width + t;
       if (i < n) {
         r[u] = load16<Hint>(s + i);
       }
     }
 #pragma unroll
     for (int u = 0; u < Unroll; ++u) {
-      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * 32 + lane;
+      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * Width + t;
       if (i < n) {
         store16<Hint == 1 ? 1 : 0>(d + i, r[u]);
       }
@@ -77,20 +81,21 @@ __device__ __forceinline__ void copy_vec16(uint4* d, const uint4* s, std::uint64
   }
 }
 
+template <unsigned Width>
 __device__ __forceinline__ void copy_words(std::uint32_t* d, const std::uint32_t* s,
-                                           std::uint64_t n, unsigned lane) {
-  for (std::uint64_t base = 0; base < n; base += 32 * kWordUnroll) {
+                                           std::uint64_t n, unsigned t) {
+  for (std::uint64_t base = 0; base < n; base += Width * kWordUnroll) {
     std::uint32_t r[kWordUnroll];
 #pragma unroll
     for (int u = 0; u < kWordUnroll; ++u) {
-      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * 32 + lane;
+      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * Width + t;
       if (i < n) {
         r[u] = load4(s + i);
       }
     }
 #pragma unroll
     for (int u = 0; u < kWordUnroll; ++u) {
-      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * 32 + lane;
+      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * Width + t;
       if (i < n) {
         d[i] = r[u];
       }
@@ -100,23 +105,24 @@ __device__ __forceinline__ void copy_words(std::uint32_t* d, const std::uint32_t
 
 // Destination 4-byte aligned, source off by `off` in 1..3 bytes: each output word is a funnel
 // shift of the two aligned source words that cover it.
+template <unsigned Width>
 __device__ __forceinline__ void copy_words_shifted(std::uint32_t* d, const std::byte* s,
-                                                   std::uint64_t n, unsigned lane) {
+                                                   std::uint64_t n, unsigned t) {
   const auto addr = reinterpret_cast<std::uintptr_t>(s);
   const unsigned shift = static_cast<unsigned>(addr & 3U) * 8U;
   const auto* w = reinterpret_cast<const std::uint32_t*>(addr & ~std::uintptr_t{3});
-  for (std::uint64_t base = 0; base < n; base += 32 * kWordUnroll) {
+  for (std::uint64_t base = 0; base < n; base += Width * kWordUnroll) {
     std::uint32_t r[kWordUnroll];
 #pragma unroll
     for (int u = 0; u < kWordUnroll; ++u) {
-      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * 32 + lane;
+      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * Width + t;
       if (i < n) {
         r[u] = __funnelshift_r(w[i], w[i + 1], shift);
       }
     }
 #pragma unroll
     for (int u = 0; u < kWordUnroll; ++u) {
-      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * 32 + lane;
+      const std::uint64_t i = base + static_cast<std::uint64_t>(u) * Width + t;
       if (i < n) {
         d[i] = r[u];
       }
@@ -124,31 +130,31 @@ __device__ __forceinline__ void copy_words_shifted(std::uint32_t* d, const std::
   }
 }
 
-template <int Unroll, int Hint>
-__device__ __forceinline__ void warp_copy(std::byte* d, const std::byte* s, std::uint64_t n,
-                                          unsigned lane) {
+template <unsigned Width, int Unroll, int Hint>
+__device__ __forceinline__ void group_copy(std::byte* d, const std::byte* s, std::uint64_t n,
+                                           unsigned t) {
   const auto da = reinterpret_cast<std::uintptr_t>(d);
   const auto sa = reinterpret_cast<std::uintptr_t>(s);
   const unsigned align = ((da ^ sa) & 15U) == 0 ? 16U : 4U;
   // Scalar head up to the destination's alignment.
   const std::uint64_t head = std::min<std::uint64_t>((align - (da & (align - 1))) & (align - 1), n);
-  copy_bytes(d, s, head, lane);
+  copy_bytes<Width>(d, s, head, t);
   d += head;
   s += head;
   n -= head;
   const std::uint64_t units = n / align;
   if (align == 16) {
-    copy_vec16<Unroll, Hint>(reinterpret_cast<uint4*>(d), reinterpret_cast<const uint4*>(s), units,
-                             lane);
+    copy_vec16<Width, Unroll, Hint>(reinterpret_cast<uint4*>(d), reinterpret_cast<const uint4*>(s),
+                                    units, t);
   } else if (((da ^ sa) & 3U) == 0) {
-    copy_words(reinterpret_cast<std::uint32_t*>(d), reinterpret_cast<const std::uint32_t*>(s),
-               units, lane);
+    copy_words<Width>(reinterpret_cast<std::uint32_t*>(d),
+                      reinterpret_cast<const std::uint32_t*>(s), units, t);
   } else {
-    copy_words_shifted(reinterpret_cast<std::uint32_t*>(d), s, units, lane);
+    copy_words_shifted<Width>(reinterpret_cast<std::uint32_t*>(d), s, units, t);
   }
   // Scalar tail.
   const std::uint64_t done = units * align;
-  copy_bytes(d + done, s + done, n - done, lane);
+  copy_bytes<Width>(d + done, s + done, n - done, t);
 }
 
 template <int Unroll, int Hint>
@@ -168,17 +174,58 @@ __global__ void __launch_bounds__(kGatherThreads)
     if (c + stride < num_chunks) {
       next = chunks[c + stride];
     }
-    warp_copy<Unroll, Hint>(cur.dst + dst_shift, cur.src + src_shift, cur.bytes, lane);
+    group_copy<32, Unroll, Hint>(cur.dst + dst_shift, cur.src + src_shift, cur.bytes, lane);
     cur = next;
   }
 }
 
+// One block per chunk, `Unroll` 16-byte vectors per thread: blocks are dispatched in table
+// order and retire after one short copy, so the bytes in flight form one compact window that
+// sweeps the buffers in order (cudaMemcpyAsync's copy kernel has this shape; a persistent grid
+// whose warps drift apart over the buffers reached 91-93% of it on an H200, docs/gpu.md).
+template <unsigned Threads, int Unroll>
+__global__ void __launch_bounds__(Threads)
+    tile_gather_kernel(const DeviceChunk* __restrict__ chunks, std::ptrdiff_t src_shift,
+                       std::ptrdiff_t dst_shift) {
+  const DeviceChunk c = chunks[blockIdx.x];
+  group_copy<Threads, Unroll, 0>(c.dst + dst_shift, c.src + src_shift, c.bytes, threadIdx.x);
+}
+
 }  // namespace
+
+TileShape tile_shape(int variant) {
+  switch (variant) {
+  case 5:
+    return {256, 8192};
+  case 6:
+    return {256, 16384};
+  case 7:
+    return {512, 16384};
+  default:
+    return {};
+  }
+}
 
 void launch_gather(const DeviceChunk* chunks, std::uint32_t num_chunks, int grid,
                    std::ptrdiff_t src_shift, std::ptrdiff_t dst_shift, cudaStream_t stream,
                    int variant) {
   if (num_chunks == 0) {
+    return;
+  }
+  const TileShape tile = tile_shape(variant);
+  if (tile.threads != 0) {
+    // One block per chunk: grid.x allows 2^31 - 1 blocks (4 KiB tiles: 8 TiB).
+    if (num_chunks > 0x7fffffffU) {
+      fail(__FILE__, __LINE__, "a tile gather of more than 2^31 - 1 chunks");
+    }
+    if (variant == 5) {
+      tile_gather_kernel<256, 2><<<num_chunks, 256, 0, stream>>>(chunks, src_shift, dst_shift);
+    } else if (variant == 6) {
+      tile_gather_kernel<256, 4><<<num_chunks, 256, 0, stream>>>(chunks, src_shift, dst_shift);
+    } else {
+      tile_gather_kernel<512, 2><<<num_chunks, 512, 0, stream>>>(chunks, src_shift, dst_shift);
+    }
+    ZFETCH_CUDA_CHECK_LAUNCH();
     return;
   }
   switch (variant) {
@@ -223,8 +270,14 @@ FusedGather::FusedGather(const BucketLayout& layout, std::span<const std::byte* 
     : variant_(variant) {
   const int resident = gather_resident_blocks();
   const auto warps = static_cast<std::uint32_t>(resident * (kGatherThreads / 32));
-  chunk_bytes_ =
-      max_chunk_bytes != 0 ? max_chunk_bytes : choose_chunk_bytes(layout.output_bytes(), warps);
+  const TileShape tile = tile_shape(variant);
+  // A tile variant's chunk is one block's tile; a smaller max_chunk_bytes (tests) still holds.
+  chunk_bytes_ = max_chunk_bytes != 0 ? max_chunk_bytes
+                 : tile.threads != 0  ? tile.bytes
+                                      : choose_chunk_bytes(layout.output_bytes(), warps);
+  if (tile.threads != 0) {
+    chunk_bytes_ = std::min(chunk_bytes_, tile.bytes);
+  }
   const std::vector<ChunkDesc> table = build_work_table(layout, chunk_bytes_);
   std::vector<DeviceChunk> host(table.size());
   for (std::size_t k = 0; k < table.size(); ++k) {

@@ -23,11 +23,25 @@ struct alignas(16) DeviceChunk {
 /// Threads per block of the gather kernel (8 warps).
 inline constexpr int kGatherThreads = 256;
 
-/// Kernel variants (16-byte loads in flight per lane, cache hints), timed by `bench`:
-/// 0: 4 plain; 1: 8 plain; 2: 4 streaming (ld/st.cs); 3: 8 with ld.nc.L1::no_allocate.L2::256B;
-/// 4: 8 streaming.
-inline constexpr int kGatherVariants = 5;
-inline constexpr int kDefaultGatherVariant = 1;
+/// Kernel variants, timed by `bench`.
+/// Tiles (one block per chunk of at most one tile, grid = chunks; 16-byte vectors per thread):
+/// 5: 8 KiB tiles of 256 threads, 2 vectors each; 6: 16 KiB of 256 threads, 4 each; 7: 16 KiB
+/// of 512 threads, 2 each.
+/// Persistent grid of warps (one warp per chunk; 16-byte loads in flight per lane, cache
+/// hints): 0: 4 plain; 1: 8 plain; 2: 4 streaming (ld/st.cs); 3: 8 with
+/// ld.nc.L1::no_allocate.L2::256B; 4: 8 streaming. A persistent grid can be given fewer blocks
+/// than the GPU holds (set_grid), which leaves room for kernels of other streams.
+inline constexpr int kGatherVariants = 8;
+inline constexpr int kDefaultGatherVariant = 5;
+inline constexpr int kPersistentGatherVariant = 1;
+
+/// A tile variant's block: `threads` threads copying chunks of at most `bytes`; {0, 0} for the
+/// persistent variants.
+struct TileShape {
+  std::uint32_t threads = 0;
+  std::uint32_t bytes = 0;
+};
+[[nodiscard]] TileShape tile_shape(int variant);
 
 /// Launches the gather over `num_chunks` chunks in `chunks` (device memory) with `grid` blocks;
 /// every address is offset by `src_shift` / `dst_shift` bytes (benchmarks rotate buffer sets
@@ -65,7 +79,8 @@ class FusedGather {
   [[nodiscard]] std::uint32_t num_chunks() const { return num_chunks_; }
   [[nodiscard]] std::uint32_t chunk_bytes() const { return chunk_bytes_; }
   [[nodiscard]] int grid() const { return grid_; }
-  /// Overrides the persistent grid's block count (benchmarks of the grid size); >= 1.
+  /// Overrides the persistent grid's block count (benchmarks of the grid size, room for other
+  /// streams); >= 1. Tile variants always launch one block per chunk and ignore it.
   void set_grid(int blocks) { grid_ = blocks < 1 ? 1 : blocks; }
 
  private:

@@ -253,8 +253,8 @@ int run_bench_cmd(const BenchOptions& o) {
   }
   if (!r.variants.empty()) {
     std::printf(
-        "# kernel variants (0: U4, 1: U8, 2: U4 .cs, 3: U8 nc.L2::256B, 4: U8 .cs; default "
-        "%d)\n",
+        "# kernel variants (tiles: 5: 8 KiB x 256 threads, 6: 16 KiB x 256, 7: 16 KiB x 512; "
+        "persistent warps: 0: U4, 1: U8, 2: U4 .cs, 3: U8 nc.L2::256B, 4: U8 .cs; default %d)\n",
         kDefaultGatherVariant);
     std::printf("# %12s %7s %7s %8s %5s %9s %9s %7s\n", "bytes", "variant", "chunk", "chunks",
                 "grid/", "memcpy", "kernel", "k/copy");
@@ -350,6 +350,8 @@ int main(int argc, char** argv) {
   verify->add_option("--max-world", vo.config.max_world, "largest simulated world size")
       ->check(CLI::Range(1, 4096));
   verify->add_option("--max-elems", vo.config.max_elems, "largest bucket, in elements");
+  verify->add_option("--variant", vo.config.variant, "gather kernel variant (default: the default)")
+      ->check(CLI::Range(0, zfetch::gpu::kGatherVariants - 1));
   verify->add_option("--threads", vo.config.threads, "host threads for the kernel check")
       ->check(CLI::Range(1, 64));
   verify->add_option("--nccl-buckets", vo.nccl_buckets, "buckets through NCCL on all GPUs");

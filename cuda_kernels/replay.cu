@@ -272,7 +272,10 @@ class BucketSet {
       for (std::uint32_t p : ps) {
         dst.push_back(output(p, specs[p]));
       }
-      g.gather = std::make_unique<FusedGather>(g.layout, src, dst, stream_);
+      // A persistent grid of half the GPU, so that compute kernels run beside the gather as
+      // they do beside NCCL (tile variants take every SM until their last block retires).
+      g.gather =
+          std::make_unique<FusedGather>(g.layout, src, dst, stream_, 0, kPersistentGatherVariant);
       g.gather->set_grid(std::max(1, gather_resident_blocks() / 2));
       b->shard_bytes += g.layout.rank_bytes();
       b->groups.push_back(std::move(g));

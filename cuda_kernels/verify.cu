@@ -165,6 +165,10 @@ RandomBucket random_bucket(std::uint64_t seed, std::uint64_t index, std::uint32_
 
 namespace {
 
+int variant_of(const VerifyConfig& config) {
+  return config.variant < 0 ? kDefaultGatherVariant : config.variant;
+}
+
 // One worker: its own stream, arenas and pinned buffers; buckets first, first + step, ...
 void verify_kernel_worker(const VerifyConfig& config, int device, std::uint32_t first,
                           std::uint32_t step, VerifyStats& stats) {
@@ -203,7 +207,7 @@ void verify_kernel_worker(const VerifyConfig& config, int device, std::uint32_t 
     for (const std::uint64_t o : pl.dst) {
       dst.push_back(out.get() + o);
     }
-    const FusedGather gather(layout, src, dst, stream, b.chunk_bytes);
+    const FusedGather gather(layout, src, dst, stream, b.chunk_bytes, variant_of(config));
     gather.launch(stream);
     ZFETCH_CUDA_CHECK(
         cudaMemcpyAsync(host_out.get(), out.get(), pl.out_bytes, cudaMemcpyDeviceToHost, stream));
@@ -344,7 +348,7 @@ NcclVerifyStats verify_nccl(NcclWorld& world, const VerifyConfig& config) {
       }
       ZFETCH_CUDA_CHECK(
           cudaMemsetAsync(pr.out.get(), static_cast<int>(kPoison), pl.out_bytes, lr.stream));
-      const FusedGather gather(layout, src, dst, lr.stream, b.chunk_bytes);
+      const FusedGather gather(layout, src, dst, lr.stream, b.chunk_bytes, variant_of(config));
       gather.launch(lr.stream);
       ZFETCH_CUDA_CHECK(cudaMemcpyAsync(host_got.get(), pr.out.get(), pl.out_bytes,
                                         cudaMemcpyDeviceToHost, lr.stream));

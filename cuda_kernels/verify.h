@@ -49,6 +49,7 @@ struct VerifyConfig {
   std::uint32_t max_world = 64;
   std::uint64_t max_elems = 1u << 20;  ///< elements per bucket at most
   std::uint32_t threads = 8;           ///< host threads (own streams) of the kernel check
+  int variant = -1;                    ///< gather kernel variant; -1: kDefaultGatherVariant
 };
 
 /// The fused kernel on the current device, W simulated ranks' shards all on it.
