@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -15,6 +16,7 @@
 #include "cuda_kernels/gather_kernel.cuh"
 #include "cuda_kernels/partition.h"
 #include "cuda_kernels/replay.h"
+#include "cuda_kernels/replay_deps.h"
 
 namespace zfetch::gpu {
 
@@ -56,13 +58,19 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-// Owns events, streams and a graph; everything a replay (or a calibration graph) needs.
+enum Chain : int { kCompute = 0, kComm = 1, kH2d = 2 };
+using Ref = ReplayDeps::Ref;
+
+// Owns events, streams and a graph; everything a replay (or a calibration graph) needs. Nodes are
+// captured from three streams, one per chain (compute, comm, h2d); before each op the stream's
+// dependencies are set explicitly from ReplayDeps (replay_deps.h): the op's stream order and the
+// waits the schedule asks for, without the edges these already imply (unless `reduce` is off).
 class Graph {
  public:
-  Graph() {
-    ZFETCH_CUDA_CHECK(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking));
-    ZFETCH_CUDA_CHECK(cudaStreamCreateWithFlags(&comm_, cudaStreamNonBlocking));
-    ZFETCH_CUDA_CHECK(cudaStreamCreateWithFlags(&h2d_, cudaStreamNonBlocking));
+  explicit Graph(bool reduce = true) : deps_(reduce) {
+    for (cudaStream_t& s : streams_) {
+      ZFETCH_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    }
   }
   ~Graph() {
     if (exec_ != nullptr) {
@@ -74,103 +82,86 @@ class Graph {
     for (cudaEvent_t e : events_) {
       cudaEventDestroy(e);
     }
-    cudaStreamDestroy(compute_);
-    cudaStreamDestroy(comm_);
-    cudaStreamDestroy(h2d_);
+    for (cudaStream_t s : streams_) {
+      cudaStreamDestroy(s);
+    }
   }
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
-  cudaStream_t compute() const { return compute_; }
-  cudaStream_t comm() const { return comm_; }
-  cudaStream_t h2d() const { return h2d_; }
-
   void begin() {
-    ZFETCH_CUDA_CHECK(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeThreadLocal));
+    ZFETCH_CUDA_CHECK(cudaStreamBeginCapture(streams_[kCompute], cudaStreamCaptureModeThreadLocal));
   }
-  // A new event recorded at the end of `s` (captured: an edge source).
-  // nullptr for a side stream that the capture never forked into (nothing to wait for).
-  cudaEvent_t mark(cudaStream_t s) {
-    if (s != compute_ && !forked(s)) {
-      return nullptr;
+  // What the next node on `chain` depends on (compute's: the current point of the step).
+  const std::vector<Ref>& point(int chain) const { return deps_.front(chain); }
+  void depend(int chain, const Ref& r) { deps_.depend(chain, r); }
+  void depend(int chain, const std::vector<Ref>& refs) { deps_.depend(chain, refs); }
+  // The stream to capture the next op of `chain` on, its dependencies set to point(chain).
+  cudaStream_t prepare(int chain) {
+    cudaStream_t s = streams_[chain];
+    if (chain != kCompute && !forked_[chain]) {
+      // A side stream joins the capture by waiting on an event recorded in it.
+      ZFETCH_CUDA_CHECK(cudaStreamWaitEvent(s, event_on(streams_[kCompute]), 0));
+      forked_[chain] = true;
     }
-    cudaEvent_t e = nullptr;
-    ZFETCH_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
-    events_.push_back(e);
-    ZFETCH_CUDA_CHECK(cudaEventRecord(e, s));
-    return e;
+    std::vector<cudaGraphNode_t> nodes;
+    for (const Ref& r : deps_.front(chain)) {
+      nodes.push_back(nodes_[r.id]);
+    }
+    if (!nodes.empty()) {
+      ZFETCH_CUDA_CHECK(cudaStreamUpdateCaptureDependencies(s, nodes.data(), nullptr, nodes.size(),
+                                                            cudaStreamSetCaptureDependencies));
+    }
+    return s;
   }
-  void wait(cudaStream_t s, cudaEvent_t e) {
-    if (e == nullptr) {
-      return;
+  // The last node the op just captured on `chain` added (invalid when it added none).
+  Ref added(int chain) {
+    const cudaGraphNode_t t = tail(streams_[chain]);
+    const std::vector<Ref>& f = deps_.front(chain);
+    if (t == nullptr || (f.size() == 1 && nodes_[f[0].id] == t)) {
+      return {};
     }
-    ZFETCH_CUDA_CHECK(cudaStreamWaitEvent(s, e, 0));
-    if (s == comm_) {
-      comm_forked_ = true;
-    } else if (s == h2d_) {
-      h2d_forked_ = true;
-    }
+    nodes_.push_back(t);
+    return deps_.add(chain, nodes_.size() - 1);
   }
-  bool forked(cudaStream_t s) const { return s == comm_ ? comm_forked_ : h2d_forked_; }
+  // Compute waits for everything issued on the side streams so far.
+  void drain() {
+    depend(kCompute, deps_.last(kComm));
+    depend(kCompute, deps_.last(kH2d));
+  }
   // A timing event recorded inside the graph on the compute stream.
   cudaEvent_t timing_mark() {
     cudaEvent_t e = nullptr;
     ZFETCH_CUDA_CHECK(cudaEventCreate(&e));
     events_.push_back(e);
-    ZFETCH_CUDA_CHECK(cudaEventRecordWithFlags(e, compute_, cudaEventRecordExternal));
-    compute_node_added();
+    ZFETCH_CUDA_CHECK(cudaEventRecordWithFlags(e, prepare(kCompute), cudaEventRecordExternal));
+    added(kCompute);
     return e;
   }
   void spin(std::uint64_t ns) {
-    replay_spin_kernel<<<1, 32, 0, compute_>>>(ns);
+    replay_spin_kernel<<<1, 32, 0, prepare(kCompute)>>>(ns);
     ZFETCH_CUDA_CHECK_LAUNCH();
-    compute_node_added();
-  }
-
-  // Compute's dependencies are set explicitly: a capture merges every waited event into the
-  // stream's set until a node is added, so a run of waits with no compute kernel between them
-  // (short compute ops have none) made each later gather depend on every earlier one: O(n^2)
-  // edges, 34 us per gather in many_params. Side streams are chains, so compute needs only the
-  // newest node it waited on from each, plus its own last node.
-  struct Dep {
-    int stream = -1;  // 0 comm, 1 h2d
-    std::uint64_t seq = 0;
-    cudaGraphNode_t node = nullptr;
-  };
-  // The op just captured on side stream `s` (comm or h2d).
-  Dep side_done(cudaStream_t s) {
-    const int k = s == comm_ ? 0 : 1;
-    Dep d{k, ++seq_[k], tail(s)};
-    last_[k] = d;
-    return d;
-  }
-  void compute_wait(const Dep& d) {
-    if (d.stream < 0 || d.seq <= done_[d.stream] || d.node == nullptr) {
-      return;
-    }
-    done_[d.stream] = d.seq;
-    need_[d.stream] = d.node;
-    std::vector<cudaGraphNode_t> nodes;
-    if (own_ != nullptr) {
-      nodes.push_back(own_);
-    }
-    for (cudaGraphNode_t n : need_) {
-      if (n != nullptr) {
-        nodes.push_back(n);
-      }
-    }
-    ZFETCH_CUDA_CHECK(cudaStreamUpdateCaptureDependencies(
-        compute_, nodes.data(), nullptr, nodes.size(), cudaStreamSetCaptureDependencies));
-  }
-  // Compute waits for everything issued on the side streams so far.
-  void drain() {
-    compute_wait(last_[0]);
-    compute_wait(last_[1]);
+    added(kCompute);
   }
   void end() {
-    // Every forked stream joins compute before the capture ends.
-    drain();
-    ZFETCH_CUDA_CHECK(cudaStreamEndCapture(compute_, &graph_));
+    // Every side stream joins compute: its last node is in compute's final dependency set (no
+    // node follows, so these are no edges).
+    std::vector<cudaGraphNode_t> nodes;
+    for (const Ref& r : deps_.front(kCompute)) {
+      nodes.push_back(nodes_[r.id]);
+    }
+    for (int c : {kComm, kH2d}) {
+      const Ref& r = deps_.last(c);
+      if (r.valid() && std::find(nodes.begin(), nodes.end(), nodes_[r.id]) == nodes.end()) {
+        nodes.push_back(nodes_[r.id]);
+      }
+    }
+    if (!nodes.empty()) {
+      ZFETCH_CUDA_CHECK(cudaStreamUpdateCaptureDependencies(streams_[kCompute], nodes.data(),
+                                                            nullptr, nodes.size(),
+                                                            cudaStreamSetCaptureDependencies));
+    }
+    ZFETCH_CUDA_CHECK(cudaStreamEndCapture(streams_[kCompute], &graph_));
     ZFETCH_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
   }
   // Runs the graph once; returns its time in ns (host-side events around the launch).
@@ -181,14 +172,17 @@ class Graph {
       events_.push_back(start_);
       events_.push_back(stop_);
     }
-    ZFETCH_CUDA_CHECK(cudaEventRecord(start_, compute_));
-    ZFETCH_CUDA_CHECK(cudaGraphLaunch(exec_, compute_));
-    ZFETCH_CUDA_CHECK(cudaEventRecord(stop_, compute_));
+    cudaStream_t s = streams_[kCompute];
+    ZFETCH_CUDA_CHECK(cudaEventRecord(start_, s));
+    ZFETCH_CUDA_CHECK(cudaGraphLaunch(exec_, s));
+    ZFETCH_CUDA_CHECK(cudaEventRecord(stop_, s));
     ZFETCH_CUDA_CHECK(cudaEventSynchronize(stop_));
     float ms = 0;
     ZFETCH_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
     return static_cast<double>(ms) * 1e6;
   }
+  std::uint64_t nodes() const { return deps_.nodes(); }
+  std::uint64_t edges() const { return deps_.edges(); }
 
  private:
   // The single node that `s`'s capture depends on now (after an op on it), else nullptr.
@@ -199,20 +193,17 @@ class Graph {
     ZFETCH_CUDA_CHECK(cudaStreamGetCaptureInfo(s, &status, nullptr, nullptr, &deps, nullptr, &n));
     return n == 1 ? deps[0] : nullptr;
   }
-  void compute_node_added() {
-    own_ = tail(compute_);
-    need_ = {nullptr, nullptr};
+  cudaEvent_t event_on(cudaStream_t s) {
+    cudaEvent_t e = nullptr;
+    ZFETCH_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    events_.push_back(e);
+    ZFETCH_CUDA_CHECK(cudaEventRecord(e, s));
+    return e;
   }
-  cudaGraphNode_t own_ = nullptr;
-  std::array<cudaGraphNode_t, 2> need_{nullptr, nullptr};
-  std::array<std::uint64_t, 2> seq_{0, 0};
-  std::array<std::uint64_t, 2> done_{0, 0};
-  std::array<Dep, 2> last_{};
-  cudaStream_t compute_ = nullptr;
-  cudaStream_t comm_ = nullptr;
-  cudaStream_t h2d_ = nullptr;
-  bool comm_forked_ = false;
-  bool h2d_forked_ = false;
+  ReplayDeps deps_;
+  std::vector<cudaGraphNode_t> nodes_;  // by ReplayDeps id
+  std::array<cudaStream_t, 3> streams_{};
+  std::array<bool, 3> forked_{false, false, false};
   std::vector<cudaEvent_t> events_;
   cudaEvent_t start_ = nullptr;
   cudaEvent_t stop_ = nullptr;
@@ -302,6 +293,38 @@ class BucketSet {
   std::uint64_t bytes_ = 0;
 };
 
+// A gather issued at compute's current point, as the timeline costs it: with `copy` the h2d copy
+// of this rank's shards first (into rank 0's slot of each group's input), then with `gather` the
+// fused gather on comm. Returns the node its waiters depend on (invalid if it added none).
+Ref issue_gather(Graph& g, const Bucket& b, const std::byte* host, bool copy, bool gather) {
+  const std::vector<Ref> issue = g.point(kCompute);
+  Ref ready;
+  if (copy) {
+    g.depend(kH2d, issue);
+    cudaStream_t s = g.prepare(kH2d);
+    for (const Bucket::Group& grp : b.groups) {
+      if (grp.layout.rank_bytes() > 0) {
+        ZFETCH_CUDA_CHECK(cudaMemcpyAsync(grp.input.get(), host, grp.layout.rank_bytes(),
+                                          cudaMemcpyHostToDevice, s));
+      }
+    }
+    ready = g.added(kH2d);
+  }
+  if (gather) {
+    if (ready.valid()) {
+      g.depend(kComm, ready);
+    } else {
+      g.depend(kComm, issue);
+    }
+    b.launch(g.prepare(kComm));
+    const Ref r = g.added(kComm);
+    if (r.valid()) {
+      ready = r;
+    }
+  }
+  return ready;
+}
+
 // Median over `samples` launches of a graph that repeats a body `reps` times, per body.
 template <typename Body>
 double time_graph(int reps, int samples, Body&& body) {
@@ -334,17 +357,18 @@ ReplayMeasuredCalibration measure(const ReplaySchedule& schedule, double spin_ga
     }
     m.spin_gap_ns = std::max(0.0, median(gaps));
   }
-  // An empty round trip compute -> comm -> compute (what each dependent gather adds).
-  m.cross_stream_ns = time_graph(200, 5, [](Graph& g) {
-    g.wait(g.comm(), g.mark(g.compute()));
-    g.compute_wait(g.side_done(g.comm()));
-  });
-  // Dependent gathers as the replay issues them: compute -> comm (gather) -> compute, samples of
-  // milliseconds. Buckets of 4 bf16 params; bytes counted as the timeline costs them, W * shard
-  // bytes. (Subtracting a compute kernel put between them was tried: alpha 1.8 us, which
-  // predicted the small-gather scenarios 50-70% low.)
+  // Back-to-back timing marks (the event-record nodes that delimit steps): their period is what
+  // one mark adds to a chain. Reported, not used.
+  m.mark_period_ns = time_graph(200, 5, [](Graph& g) { g.timing_mark(); });
+  // Dependent gathers as the replay issues them: compute -> comm (gather) -> compute, a chain of
+  // gather kernels, samples of milliseconds. Buckets of 4 bf16 params; bytes counted as the
+  // timeline costs them, W * shard bytes. (Subtracting a compute kernel put between them was
+  // tried: alpha 1.8 us, which predicted the small-gather scenarios 50-70% low.)
   cudaStream_t setup = nullptr;
   ZFETCH_CUDA_CHECK(cudaStreamCreateWithFlags(&setup, cudaStreamNonBlocking));
+  auto round_trip = [](Graph& g, const Bucket& b) {
+    g.depend(kCompute, issue_gather(g, b, nullptr, false, true));
+  };
   {
     BucketSet set(world, setup);
     std::vector<ReplayParam> specs;
@@ -358,20 +382,18 @@ ReplayMeasuredCalibration measure(const ReplaySchedule& schedule, double spin_ga
       const Bucket& b = set.get(ps, specs);
       ZFETCH_CUDA_CHECK(cudaStreamSynchronize(setup));
       const int reps = static_cast<int>(std::clamp<std::uint64_t>((1ULL << 30) / bytes, 8, 1000));
-      const double t = time_graph(reps, 5, [&](Graph& g) {
-        g.wait(g.comm(), g.mark(g.compute()));
-        b.launch(g.comm());
-        g.compute_wait(g.side_done(g.comm()));
-      });
+      const double t = time_graph(reps, 5, [&](Graph& g) { round_trip(g, b); });
       const double gathered = static_cast<double>(b.shard_bytes) * world;
       m.gather_bytes.push_back(gathered);
       m.gather_ns.push_back(t);
       pts.push_back({gathered, t});
     }
     // The schedule's own buckets: its gathers in issue order, split by size into up to 6 bins of
-    // equal count; each bin timed as a graph of its gathers (each a dependent round trip), one
-    // point (mean bytes, mean time) per bin. When the bins span a size range (max/min >= 4) they
-    // alone are fitted (the sweep's mid sizes bend the line away from what the schedule runs).
+    // equal count; each bin timed as a graph of its gathers (each a dependent round trip),
+    // repeated until a graph holds >= 64 gathers and ~0.5 ms (so the launch of the graph is
+    // amortized as in the sweep), one point (mean bytes, mean time) per bin. When the bins span a
+    // size range (max/min >= 4) they alone are fitted (the sweep's mid sizes bend the line away
+    // from what the schedule runs).
     std::vector<const ReplayOp*> gathers;
     for (const ReplayOp& op : schedule.ops) {
       if (op.kind == ReplayOp::Kind::Gather && world > 1) {
@@ -391,14 +413,16 @@ ReplayMeasuredCalibration measure(const ReplaySchedule& schedule, double spin_ga
         bs.push_back(&own.get(gathers[i]->params, schedule.params));
         bytes += static_cast<double>(gathers[i]->shard_bytes) * world;
       }
-      const double t = time_graph(1, 5, [&](Graph& g) {
+      const double n = static_cast<double>(bs.size());
+      // Estimated at 2 us + bytes at 1 TB/s per gather.
+      const double est_ns = n * 2000.0 + bytes / 1000.0;
+      const int reps = static_cast<int>(
+          std::clamp(std::max(std::ceil(64.0 / n), std::ceil(500'000.0 / est_ns)), 1.0, 1000.0));
+      const double t = time_graph(reps, 5, [&](Graph& g) {
         for (const Bucket* b : bs) {
-          g.wait(g.comm(), g.mark(g.compute()));
-          b->launch(g.comm());
-          g.compute_wait(g.side_done(g.comm()));
+          round_trip(g, *b);
         }
       });
-      const double n = static_cast<double>(bs.size());
       own_pts.push_back({bytes / n, t / n});
       m.gather_bytes.push_back(bytes / n);
       m.gather_ns.push_back(t / n);
@@ -414,7 +438,8 @@ ReplayMeasuredCalibration measure(const ReplaySchedule& schedule, double spin_ga
     m.gather_alpha_ns = f.alpha_ns;
     m.gather_bw_gbps = f.bandwidth_gbps;
   }
-  // Pinned host-to-device copies, dependent the same way (h2d stream).
+  // Pinned host-to-device copies, dependent the same way (a chain of copies on h2d), 4 KiB to
+  // 64 MiB: alpha + bytes / bandwidth, the timeline's h2d copy.
   {
     PinnedBuffer host(64ULL << 20);
     std::memset(host.get(), 0x5a, host.size());
@@ -423,10 +448,10 @@ ReplayMeasuredCalibration measure(const ReplaySchedule& schedule, double spin_ga
     for (std::uint64_t bytes = 4096; bytes <= (64ULL << 20); bytes *= 4) {
       const int reps = static_cast<int>(std::clamp<std::uint64_t>((64ULL << 20) / bytes, 8, 1000));
       const double t = time_graph(reps, 5, [&](Graph& g) {
-        g.wait(g.h2d(), g.mark(g.compute()));
+        g.depend(kH2d, g.point(kCompute));
         ZFETCH_CUDA_CHECK(
-            cudaMemcpyAsync(dev.get(), host.get(), bytes, cudaMemcpyHostToDevice, g.h2d()));
-        g.compute_wait(g.side_done(g.h2d()));
+            cudaMemcpyAsync(dev.get(), host.get(), bytes, cudaMemcpyHostToDevice, g.prepare(kH2d)));
+        g.depend(kCompute, g.added(kH2d));
       });
       m.h2d_bytes.push_back(static_cast<double>(bytes));
       m.h2d_ns.push_back(t);
@@ -438,8 +463,8 @@ ReplayMeasuredCalibration measure(const ReplaySchedule& schedule, double spin_ga
   }
   ZFETCH_CUDA_CHECK(cudaStreamDestroy(setup));
   // As the timeline takes them: all_gather(W*shard) = alpha + (W-1)/W * bytes / busbw, so
-  // busbw = bw * (W-1)/W gives alpha + bytes / bw; reduce-scatter is not replayed (0); h2d has
-  // no alpha in the model, only its bandwidth.
+  // busbw = bw * (W-1)/W gives alpha + bytes / bw; reduce-scatter is not replayed (0); h2d copy =
+  // alpha + bytes / bandwidth.
   ReplayCalibration& c = m.calibration;
   c.machine = "replay-measured";
   c.allgather_alpha_ns = std::llround(m.gather_alpha_ns);
@@ -448,6 +473,7 @@ ReplayMeasuredCalibration measure(const ReplaySchedule& schedule, double spin_ga
   c.rs_alpha_ns = 0;
   c.rs_busbw = 0;
   c.h2d_bytes_per_s = std::llround(m.h2d_bw_gbps * 1e9);
+  c.h2d_alpha_ns = std::llround(m.h2d_alpha_ns);
   return m;
 }
 
@@ -484,8 +510,8 @@ ReplayMeasurement run_replay(const ReplaySchedule& schedule, const ReplayConfig&
     std::memset(host.get(), 0x3c, host.size());
   }
 
-  Graph g;
-  std::vector<Graph::Dep> ready(schedule.ops.size());
+  Graph g(config.reduce_edges);
+  std::vector<Ref> ready(schedule.ops.size());
   std::vector<cudaEvent_t> marks;
   g.begin();
   for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
@@ -497,37 +523,19 @@ ReplayMeasurement run_replay(const ReplaySchedule& schedule, const ReplayConfig&
       break;
     case ReplayOp::Kind::Gather: {
       const Bucket& b = set.get(op.params, schedule.params);
-      const cudaEvent_t issue = g.mark(g.compute());  // issued at compute's current time
-      Graph::Dep dep;
-      cudaEvent_t h2d_done = nullptr;
-      if (schedule.offload) {
-        g.wait(g.h2d(), issue);
-        // This rank's shards land in rank 0's slot of each group's input.
-        for (const Bucket::Group& grp : b.groups) {
-          ZFETCH_CUDA_CHECK(cudaMemcpyAsync(grp.input.get(), host.get(), grp.layout.rank_bytes(),
-                                            cudaMemcpyHostToDevice, g.h2d()));
-        }
-        dep = g.side_done(g.h2d());
-        h2d_done = g.mark(g.h2d());
-      }
-      if (world > 1) {
-        g.wait(g.comm(), h2d_done != nullptr ? h2d_done : issue);
-        b.launch(g.comm());
-        dep = g.side_done(g.comm());
-        ++out.gather_ops;
-      }
-      ready[i] = dep;
+      ready[i] = issue_gather(g, b, host.get(), schedule.offload, world > 1);
+      out.gather_ops += world > 1 ? 1 : 0;
       if (op.sync) {
-        g.compute_wait(dep);
+        g.depend(kCompute, ready[i]);
       }
       break;
     }
     case ReplayOp::Kind::Wait:
-      g.compute_wait(ready[op.waits[0]]);
+      g.depend(kCompute, ready[op.waits[0]]);
       break;
     case ReplayOp::Kind::Compute:
       for (std::uint32_t w : op.waits) {
-        g.compute_wait(ready[w]);
+        g.depend(kCompute, ready[w]);
       }
       if (op.dur_ns > gap) {
         g.spin(static_cast<std::uint64_t>(op.dur_ns - gap));
@@ -545,6 +553,8 @@ ReplayMeasurement run_replay(const ReplaySchedule& schedule, const ReplayConfig&
   }
   marks.push_back(g.timing_mark());
   g.end();
+  out.graph_nodes = g.nodes();
+  out.graph_edges = g.edges();
   const std::size_t steps = out.steps.size();
   out.step_samples.assign(steps, {});
   std::vector<double> runs;

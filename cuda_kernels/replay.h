@@ -17,12 +17,12 @@ struct ReplayMeasuredCalibration {
   std::vector<double> gather_bytes;  ///< the points of the fit
   std::string fit_on;                ///< which points the gather fit used
   std::vector<double> gather_ns;
-  double h2d_alpha_ns = 0;  ///< fit of pinned h2d copies (alpha is not modelled)
+  double h2d_alpha_ns = 0;  ///< fit of dependent pinned h2d copies: alpha + bytes / bw
   double h2d_bw_gbps = 0;
   std::vector<double> h2d_bytes;
   std::vector<double> h2d_ns;
-  double spin_gap_ns = 0;      ///< back-to-back compute kernels: period - spin time
-  double cross_stream_ns = 0;  ///< empty round trip compute -> comm -> compute
+  double spin_gap_ns = 0;     ///< back-to-back compute kernels: period - spin time
+  double mark_period_ns = 0;  ///< back-to-back timing marks (step boundaries); reported only
 };
 
 struct ReplayConfig {
@@ -30,7 +30,8 @@ struct ReplayConfig {
   int warmup = 2;
   bool measure_calibration = true;  ///< else use `calibration`
   ReplayCalibration calibration;
-  double spin_gap_ns = -1;  ///< < 0: measure
+  double spin_gap_ns = -1;   ///< < 0: measure
+  bool reduce_edges = true;  ///< leave out implied dependencies (replay_deps.h)
 };
 
 struct ReplayMeasurement {
@@ -44,6 +45,8 @@ struct ReplayMeasurement {
   std::int64_t compute_kernels = 0;
   std::int64_t compute_skipped = 0;  ///< compute shorter than the launch gap: no kernel
   std::uint64_t device_bytes = 0;
+  std::uint64_t graph_nodes = 0;  ///< captured ops (a bucket of several dtypes counts once)
+  std::uint64_t graph_edges = 0;  ///< dependencies between them
 };
 
 /// Measures the calibration (unless given), builds the schedule as one CUDA graph (streams

@@ -29,6 +29,7 @@ struct ReplayCmdOptions {
   int repeats = 15;
   double spin_gap_ns = -1;
   bool predict_only = false;
+  bool all_edges = false;
 };
 
 std::string read_text(const std::string& path) {
@@ -108,19 +109,24 @@ nlohmann::json calibration_json(const ReplaySchedule& s, const ReplayMeasurement
   j["allgather"] =
       section(c.gather_bytes, c.gather_ns, c.gather_alpha_ns, c.gather_bw_gbps, factor);
   j["reduce_scatter"] = {{"alpha_ns", 0}, {"busbw_GBps", 0}};
-  j["h2d"] = {{"bandwidth_GBps", c.h2d_bw_gbps}};
-  j["replay"] = {
-      {"gather_fit_on", c.fit_on},
-      {"spin_gap_ns", c.spin_gap_ns},
-      {"cross_stream_round_trip_ns", c.cross_stream_ns},
-      {"h2d_alpha_ns", c.h2d_alpha_ns},
-      {"h2d_points", section(c.h2d_bytes, c.h2d_ns, c.h2d_alpha_ns, c.h2d_bw_gbps, 1.0)}};
+  nlohmann::json h2d_pts = nlohmann::json::array();
+  for (std::size_t i = 0; i < c.h2d_bytes.size(); ++i) {
+    h2d_pts.push_back({{"bytes", static_cast<std::uint64_t>(c.h2d_bytes[i])},
+                       {"time_ns", c.h2d_ns[i]},
+                       {"GBps", c.h2d_bytes[i] / c.h2d_ns[i]}});
+  }
+  j["h2d"] = {{"bandwidth_GBps", c.h2d_bw_gbps}, {"alpha_ns", c.h2d_alpha_ns}, {"points", h2d_pts}};
+  j["replay"] = {{"gather_fit_on", c.fit_on},
+                 {"spin_gap_ns", c.spin_gap_ns},
+                 {"timing_mark_period_ns", c.mark_period_ns},
+                 {"graph_edges", m.graph_edges},
+                 {"graph_nodes", m.graph_nodes}};
   j["notes"] =
       "allgather: the fused gather kernel over W simulated ranks' shards on one GPU, each launch a "
       "dependent round trip compute -> comm -> compute in a CUDA graph; bytes = W * shard bytes "
       "(what the timeline costs); busbw = algbw * (W-1)/W so the timeline's alpha + (W-1)/W * "
-      "bytes / busbw is alpha + bytes / algbw. reduce_scatter: not replayed (0). h2d: slope of "
-      "pinned copies (the model has no h2d alpha).";
+      "bytes / busbw is alpha + bytes / algbw. reduce_scatter: not replayed (0). h2d: dependent "
+      "pinned copies (compute -> h2d -> compute) of 4 KiB to 64 MiB, alpha + bytes / bandwidth.";
   return j;
 }
 
@@ -141,6 +147,7 @@ int run(const ReplayCmdOptions& o) {
   ReplayConfig config;
   config.repeats = o.repeats;
   config.spin_gap_ns = o.spin_gap_ns;
+  config.reduce_edges = !o.all_edges;
   if (!o.calibration.empty()) {
     config.measure_calibration = false;
     config.calibration = parse_replay_calibration(read_text(o.calibration));
@@ -154,18 +161,19 @@ int run(const ReplayCmdOptions& o) {
   const ReplayMeasuredCalibration& mc = m.measured;
   std::printf(
       "# device %s; calibration %s: gather alpha %.0f ns, %.1f GB/s (W*shard bytes; fit on %s); "
-      "h2d %.1f GB/s (alpha %.0f ns, not modelled); compute kernel gap %.0f ns; empty "
-      "cross-stream round trip %.0f ns\n",
+      "h2d alpha %.0f ns, %.1f GB/s; compute kernel gap %.0f ns; timing mark period %.0f ns\n",
       m.device.c_str(), config.measure_calibration ? "measured here" : o.calibration.c_str(),
       static_cast<double>(cal.allgather_alpha_ns), mc.gather_bw_gbps, mc.fit_on.c_str(),
-      static_cast<double>(cal.h2d_bytes_per_s) / 1e9, mc.h2d_alpha_ns, mc.spin_gap_ns,
-      mc.cross_stream_ns);
+      static_cast<double>(cal.h2d_alpha_ns), static_cast<double>(cal.h2d_bytes_per_s) / 1e9,
+      mc.spin_gap_ns, mc.mark_period_ns);
   std::printf(
       "# graph: %lld gathers, %lld compute kernels, %lld compute ops shorter than the gap "
-      "(no kernel); %.1f MiB of buffers; %d repeats\n",
+      "(no kernel); %llu nodes, %llu edges (%s); %.1f MiB of buffers; %d repeats\n",
       static_cast<long long>(m.gather_ops), static_cast<long long>(m.compute_kernels),
-      static_cast<long long>(m.compute_skipped), static_cast<double>(m.device_bytes) / (1 << 20),
-      o.repeats);
+      static_cast<long long>(m.compute_skipped), static_cast<unsigned long long>(m.graph_nodes),
+      static_cast<unsigned long long>(m.graph_edges),
+      config.reduce_edges ? "implied edges left out" : "all edges",
+      static_cast<double>(m.device_bytes) / (1 << 20), o.repeats);
   std::printf("# %5s %14s %14s %8s\n", "step", "predicted_us", "measured_us", "err%");
   nlohmann::json steps = nlohmann::json::array();
   std::vector<double> pv;
@@ -197,9 +205,9 @@ int run(const ReplayCmdOptions& o) {
   const double err = mm > 0 ? (pm - mm) / mm * 100 : 0;
   std::printf(
       "RESULT %s W=%lld steps=%zu predicted_median_us=%.3f measured_median_us=%.3f "
-      "err_pct=%.2f median_abs_step_err_pct=%.2f replica=%s\n",
+      "err_pct=%.2f median_abs_step_err_pct=%.2f replica=%s edges=%s\n",
       s.scenario.c_str(), static_cast<long long>(s.world_size), m.steps.size(), pm / 1e3, mm / 1e3,
-      err, median(errs), replica_ok ? "exact" : "DIFFERS");
+      err, median(errs), replica_ok ? "exact" : "DIFFERS", config.reduce_edges ? "reduced" : "all");
   if (!o.out.empty()) {
     nlohmann::json j;
     j["scenario"] = s.scenario;
@@ -235,6 +243,9 @@ void setup_replay(CLI::App& app, std::function<int()>& action) {
   sub->add_option("--repeats", o->repeats, "timed runs of the whole schedule")
       ->check(CLI::Range(1, 1000));
   sub->add_option("--spin-gap-ns", o->spin_gap_ns, "gap a compute kernel adds (default: measured)");
+  sub->add_flag("--all-edges", o->all_edges,
+                "keep every stream-order and wait dependency in the graph (default: leave out the "
+                "ones other dependencies imply)");
   sub->add_flag("--predict-only", o->predict_only,
                 "no GPU: check that the replica of the timeline gives the simulator's step times");
   sub->callback([&action, o] { action = [o] { return run(*o); }; });

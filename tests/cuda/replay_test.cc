@@ -1,0 +1,187 @@
+// Host-side checks of `zfetch-gpu replay`: the dependencies of its graph (implied edges left
+// out) and the timeline's h2d alpha in its prediction. Needs no GPU.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "cuda_kernels/replay_deps.h"
+#include "cuda_kernels/replay_model.h"
+
+namespace zfetch::gpu {
+namespace {
+
+constexpr int kCompute = 0;
+constexpr int kComm = 1;
+constexpr int kH2d = 2;
+using Ref = ReplayDeps::Ref;
+
+// The replay's ops on ReplayDeps alone (replay.cu does the same with CUDA nodes).
+struct Builder {
+  ReplayDeps deps;
+  std::size_t next = 0;
+  explicit Builder(bool reduce) : deps(reduce) {}
+  Ref node(int chain) { return deps.add(chain, next++); }
+  // A gather issued at compute's point, optionally after its h2d copy; compute does not wait.
+  Ref gather(bool copy) {
+    const std::vector<Ref> issue = deps.front(kCompute);
+    if (copy) {
+      deps.depend(kH2d, issue);
+      deps.depend(kComm, node(kH2d));
+    } else {
+      deps.depend(kComm, issue);
+    }
+    return node(kComm);
+  }
+  // Sources of a node's edges: the front its chain had just before it was added.
+  std::vector<std::size_t> front_ids(int chain) const {
+    std::vector<std::size_t> ids;
+    for (const Ref& r : deps.front(chain)) {
+      ids.push_back(r.id);
+    }
+    return ids;
+  }
+};
+
+TEST_SUITE("cuda") {
+  TEST_CASE("replay deps: sync gathers after a step mark form one chain") {
+    // many_params: a step mark, then gather -> wait -> (no compute kernel) -> gather ...
+    for (const bool reduce : {true, false}) {
+      CAPTURE(reduce);
+      Builder b(reduce);
+      b.node(kCompute);  // the step's timing mark, id 0
+      for (int k = 0; k < 100; ++k) {
+        b.deps.depend(kCompute, b.gather(false));
+      }
+      b.node(kCompute);  // the next mark
+      CHECK(b.deps.nodes() == 102);
+      if (reduce) {
+        // mark -> g0 -> g1 -> ... -> g99 -> mark: one edge per node after the first.
+        CHECK(b.deps.edges() == 101);
+      } else {
+        // The capture's edges: each gather also depends on the mark (compute's last node).
+        CHECK(b.deps.edges() == 1 + 2 * 99 + 2);
+      }
+    }
+  }
+
+  TEST_CASE("replay deps: gather -> compute -> gather without prefetch is a chain") {
+    Builder b(true);
+    b.node(kCompute);
+    for (int k = 0; k < 10; ++k) {
+      const Ref g = b.gather(false);
+      b.deps.depend(kCompute, g);
+      // The compute kernel depends on its gather only: the gather already follows the
+      // previous compute kernel.
+      CHECK(b.front_ids(kCompute) == std::vector<std::size_t>{g.id});
+      b.node(kCompute);
+    }
+    CHECK(b.deps.edges() == b.deps.nodes() - 1);
+  }
+
+  TEST_CASE("replay deps: prefetched gathers keep their real edges") {
+    Builder b(true);
+    const Ref c0 = b.node(kCompute);
+    const Ref g1 = b.gather(false);  // issued after c0
+    const Ref g2 = b.gather(false);  // after c0 and g1 (comm order): c0 is implied by g1
+    CHECK(b.deps.front(kComm).size() == 1);
+    const Ref c1 = b.node(kCompute);  // runs beside the gathers: depends on c0 only
+    CHECK(ReplayDeps::follows(c1, c0));
+    CHECK(!ReplayDeps::follows(c1, g1));
+    b.deps.depend(kCompute, g1);
+    CHECK(b.front_ids(kCompute) == std::vector<std::size_t>{c1.id, g1.id});
+    b.deps.depend(kCompute, g2);  // g2 follows g1: g1's edge is implied
+    CHECK(b.front_ids(kCompute) == std::vector<std::size_t>{c1.id, g2.id});
+    const Ref c2 = b.node(kCompute);
+    CHECK(ReplayDeps::follows(c2, g1));
+    CHECK(ReplayDeps::follows(c2, c0));
+    // Waiting again on something already followed adds nothing.
+    b.deps.depend(kCompute, g1);
+    CHECK(b.front_ids(kCompute) == std::vector<std::size_t>{c2.id});
+  }
+
+  TEST_CASE("replay deps: offload copies chain with their gathers") {
+    Builder b(true);
+    b.node(kCompute);
+    for (int k = 0; k < 5; ++k) {
+      b.deps.depend(kCompute, b.gather(true));
+    }
+    b.node(kCompute);
+    // mark -> h2d -> gather -> h2d -> gather ... -> mark
+    CHECK(b.deps.nodes() == 12);
+    CHECK(b.deps.edges() == 11);
+    // Without reduction: each copy also depends on the previous copy, each gather on the
+    // previous gather (stream order), the next mark on the last copy and gather.
+    Builder all(false);
+    all.node(kCompute);
+    for (int k = 0; k < 5; ++k) {
+      all.deps.depend(kCompute, all.gather(true));
+    }
+    all.node(kCompute);
+    CHECK(all.deps.edges() > 11);
+  }
+
+  TEST_CASE("replay deps: an invalid ref adds no dependency") {
+    Builder b(true);
+    b.deps.depend(kCompute, Ref{});
+    CHECK(b.deps.front(kCompute).empty());
+    const Ref first = b.node(kCompute);
+    CHECK(first.pos == 1);
+    CHECK(b.deps.edges() == 0);
+  }
+
+  ReplaySchedule offload_schedule() {
+    ReplaySchedule s;
+    s.world_size = 2;
+    s.offload = true;
+    s.params = {{1024, 2}, {1024, 2}};
+    ReplayOp step;
+    step.kind = ReplayOp::Kind::Step;
+    s.ops.push_back(step);
+    for (std::uint32_t p = 0; p < 2; ++p) {
+      ReplayOp g;
+      g.kind = ReplayOp::Kind::Gather;
+      g.params = {p};
+      g.shard_bytes = 1024;
+      g.full_bytes = 2048;
+      s.ops.push_back(g);
+      ReplayOp w;
+      w.kind = ReplayOp::Kind::Wait;
+      w.waits = {static_cast<std::uint32_t>(s.ops.size() - 1)};
+      s.ops.push_back(w);
+    }
+    return s;
+  }
+
+  TEST_CASE("replay model: an h2d copy costs alpha + bytes / bandwidth, as the timeline's") {
+    CHECK(replay_h2d_ns(2'500, 1'024, 500'000'000) == 2'500 + 2'048);
+    CHECK(replay_h2d_ns(2'500, 0, 500'000'000) == 0);
+    CHECK(replay_h2d_ns(2'500, 3, 2'000'000'000) == 2'502);
+    ReplayCalibration c;
+    c.allgather_alpha_ns = 1'000;
+    c.allgather_busbw = 1'000'000'000;
+    c.h2d_bytes_per_s = 500'000'000;
+    const ReplaySchedule s = offload_schedule();
+    // Per gather: h2d 2'048 ns, then all-gather of 2 x 1'024 B over 2 ranks 1'000 + 1'024 ns;
+    // each waited on at once: 2 x 4'072.
+    CHECK(predict_steps(s, c).at(0).step_ns == 2 * 4'072);
+    c.h2d_alpha_ns = 2'500;
+    CHECK(predict_steps(s, c).at(0).step_ns == 2 * (2'500 + 4'072));
+  }
+
+  TEST_CASE("replay model: h2d.alpha_ns is read from a calibration file, 0 when absent") {
+    const std::string with = R"({"format": "zfetch-calibration", "version": 1,
+      "allgather": {"alpha_ns": 1700.4, "busbw_GBps": 900},
+      "h2d": {"bandwidth_GBps": 55.25, "alpha_ns": 2517.6, "points": []}})";
+    const ReplayCalibration c = parse_replay_calibration(with);
+    CHECK(c.allgather_alpha_ns == 1'700);
+    CHECK(c.h2d_bytes_per_s == 55'250'000'000);
+    CHECK(c.h2d_alpha_ns == 2'518);
+    const std::string without = R"({"format": "zfetch-calibration", "version": 1,
+      "allgather": {"alpha_ns": 1700, "busbw_GBps": 900}, "h2d": {"bandwidth_GBps": 55}})";
+    CHECK(parse_replay_calibration(without).h2d_alpha_ns == 0);
+  }
+}
+
+}  // namespace
+}  // namespace zfetch::gpu
