@@ -42,5 +42,5 @@ awk -F', ' '{c[NR]=$2+0} END {n=asort(c); if (n) printf "SM clock over the run (
 for v in $variants; do
   echo "== $v"
   cat "$work"/*."$v".log | grep -E '^(# device|# graph|# replica|rc=[1-9])'
-  cat "$work"/*."$v".log | grep '^RESULT' | awk '{print $2, $3, $5, $6, $7}' | { command -v column >/dev/null && column -t || cat; }
+  cat "$work"/*."$v".log | grep '^RESULT' | awk '{print $2, $3, $5, $6, $7}' | { if command -v column >/dev/null; then column -t; else cat; fi; }
 done
