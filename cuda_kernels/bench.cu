@@ -352,15 +352,20 @@ BenchResult run_bench(NcclWorld& world, const BenchConfig& config) {
   s.ag_copies = t.ag_copies;
   s.ag_kernel = t.ag_kernel;
   s.copies = t.copies;
-  // Pinned host-to-device bandwidth.
+  // Pinned host-to-device copies, 4 KiB to 256 MiB, back to back on one stream (each starts
+  // when the previous one ends): the cost model's h2d alpha and bandwidth.
   result.h2d_bytes = 256ULL << 20;
   PinnedBuffer host(result.h2d_bytes);
   std::memset(host.get(), 0x5A, result.h2d_bytes);
   DeviceBuffer dev(result.h2d_bytes);
-  result.h2d = time_on(world.local().subspan(0, 1), std::min(config.samples, 10), [&](int) {
-    ZFETCH_CUDA_CHECK(cudaMemcpyAsync(dev.get(), host.get(), result.h2d_bytes,
-                                      cudaMemcpyHostToDevice, first.stream));
-  });
+  for (std::uint64_t bytes = 4096; bytes <= result.h2d_bytes; bytes *= 4) {
+    const Timing t = time_on(world.local().subspan(0, 1), std::min(config.samples, 10), [&](int) {
+      ZFETCH_CUDA_CHECK(
+          cudaMemcpyAsync(dev.get(), host.get(), bytes, cudaMemcpyHostToDevice, first.stream));
+    });
+    result.h2d_points.push_back({bytes, t});
+  }
+  result.h2d = result.h2d_points.back().time;
   ZFETCH_CUDA_CHECK(cudaStreamSynchronize(first.stream));
   return result;
 }

@@ -72,11 +72,17 @@ struct BenchResult {
   SmallParamsPoint small;
   std::vector<VariantPoint> variants;
   std::uint64_t h2d_bytes = 0;
-  Timing h2d;
+  Timing h2d;  ///< the h2d_bytes copy
+  struct SizedTiming {
+    std::uint64_t bytes = 0;
+    Timing time;
+  };
+  std::vector<SizedTiming> h2d_points;  ///< pinned host-to-device copies, 4 KiB to h2d_bytes
 };
 
 /// Runs the sweep (min_bytes to max_bytes, x4 to 16 MiB then x2), the small-params bucket and
-/// a pinned host-to-device copy; kernels and copies on the first local GPU, NCCL on all ranks.
+/// pinned host-to-device copies (4 KiB to 256 MiB); kernels and copies on the first local GPU, NCCL
+/// on all ranks.
 [[nodiscard]] BenchResult run_bench(NcclWorld& world, const BenchConfig& config);
 
 }  // namespace zfetch::gpu
