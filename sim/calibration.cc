@@ -25,8 +25,9 @@ struct EmbeddedCalibration {
 #include "sim/calibration_defaults.inc"
 
 // Used for a default name when the build found no file of that name. These are published
-// figures, not measurements: PCIe Gen5 x16 pinned host copies (~55 GB/s), and NCCL all-gather
-// on 8x H100 SXM over NVLink4/NVSwitch (~360 GB/s bus bandwidth, ~20 us small-message latency).
+// figures, not measurements: PCIe Gen5 x16 pinned host copies (~55 GB/s), NCCL all-gather on
+// 8x H100 SXM over NVLink4/NVSwitch (~360 GB/s bus bandwidth, ~20 us small-message latency),
+// and on 2x H200 over NV18 (~250 GB/s through PyTorch at 1 GiB, ../shared/device.md).
 constexpr EmbeddedCalibration kFallbackCalibrations[] = {
     {"h100x8-nvlink", R"zf({"format": "zfetch-calibration", "version": 1,
   "machine": "8x H100 SXM, NVLink4 (published figures)",
@@ -35,6 +36,14 @@ constexpr EmbeddedCalibration kFallbackCalibrations[] = {
   "allgather": {"alpha_ns": 20000, "busbw_GBps": 360},
   "reduce_scatter": {"alpha_ns": 20000, "busbw_GBps": 360},
   "d2d_copy_GBps": 1500,
+  "h2d": {"bandwidth_GBps": 55}})zf"},
+    {"h200x2", R"zf({"format": "zfetch-calibration", "version": 1,
+  "machine": "2x H200 SXM, NVLink4 (published figures)",
+  "source": "zfetch built-in placeholder, not measured",
+  "world_size": 2,
+  "allgather": {"alpha_ns": 20000, "busbw_GBps": 250},
+  "reduce_scatter": {"alpha_ns": 20000, "busbw_GBps": 250},
+  "d2d_copy_GBps": 2000,
   "h2d": {"bandwidth_GBps": 55}})zf"},
     {"h200x1", R"zf({"format": "zfetch-calibration", "version": 1,
   "machine": "1x H200 SXM (published figures)",
@@ -323,10 +332,19 @@ CalibrationResult builtin_calibration(std::string_view name) {
                  fmt::format("unknown calibration '{}'; valid values are: {}", name, valid));
 }
 
+std::string_view default_calibration_name(int64_t world_size) {
+  // Measured files for the world sizes measured (one and two H200s); larger worlds take the
+  // published 8x H100 figures until 4- and 8-GPU machines are measured.
+  if (world_size <= 1) {
+    return "h200x1";
+  }
+  return world_size == 2 ? "h200x2" : "h100x8-nvlink";
+}
+
 CalibrationResult resolve_calibration(const model::Scenario& scenario) {
   const std::string& name = scenario.timing.calibration;
   if (name.empty()) {
-    return builtin_calibration(scenario.world_size <= 1 ? "h200x1" : "h100x8-nvlink");
+    return builtin_calibration(default_calibration_name(scenario.world_size));
   }
   if (embedded_text(name)) {
     return builtin_calibration(name);

@@ -60,9 +60,12 @@ std::vector<std::string_view> builtin_calibration_names();
 /// there is none by that name.
 CalibrationResult builtin_calibration(std::string_view name);
 
+/// The built-in calibration used when a scenario names none: "h200x1" for world size 1,
+/// "h200x2" for 2 (both measured), "h100x8-nvlink" (published figures) for larger worlds.
+std::string_view default_calibration_name(int64_t world_size);
+
 /// The calibration a scenario asks for: `timing.calibration` when set (a built-in name, or a
-/// path relative to the scenario file's directory), otherwise "h200x1" for world size 1 and
-/// "h100x8-nvlink" for larger worlds.
+/// path relative to the scenario file's directory), otherwise default_calibration_name().
 CalibrationResult resolve_calibration(const model::Scenario& scenario);
 
 }  // namespace zfetch::sim

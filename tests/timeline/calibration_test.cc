@@ -106,9 +106,10 @@ TEST_SUITE("timeline") {
 
   TEST_CASE("calibration: the built-in defaults parse and are listed") {
     const auto names = builtin_calibration_names();
-    REQUIRE(names.size() >= 2);
+    REQUIRE(names.size() >= 3);
     CHECK(names[0] == "h100x8-nvlink");
     CHECK(names[1] == "h200x1");
+    CHECK(names[2] == "h200x2");
     for (std::string_view name : names) {
       CAPTURE(name);
       const CalibrationResult r = builtin_calibration(name);
@@ -118,12 +119,17 @@ TEST_SUITE("timeline") {
     CHECK(first_error(builtin_calibration("h300"))
               .starts_with("command line:0:0: error: unknown calibration 'h300'; valid values are: "
                            "h100x8-nvlink, "
-                           "h200x1"));
+                           "h200x1, h200x2"));
+    // The default follows the world size: the measured machine of that size where there is one.
     model::Scenario s;
-    s.world_size = 8;
-    CHECK(resolve_calibration(s).calibration->world_size == 8);
-    s.world_size = 1;
-    CHECK(resolve_calibration(s).calibration->world_size == 1);
+    for (const int64_t world : {1, 2, 4, 8}) {
+      CAPTURE(world);
+      s.world_size = world;
+      const CalibrationResult r = resolve_calibration(s);
+      REQUIRE(r.calibration.has_value());
+      CHECK(r.calibration->world_size == (world <= 2 ? world : 8));
+      CHECK(r.calibration->machine.find(world <= 2 ? "H200" : "H100") != std::string::npos);
+    }
   }
 }
 
