@@ -1,6 +1,8 @@
 // The analytical cost model: nccl-tests bus bandwidth for collectives, flops for compute.
 #include "sim/cost_model.h"
 
+#include "model/leaves.h"
+
 namespace zfetch::sim {
 
 namespace {
@@ -28,11 +30,6 @@ int64_t params_numel(const model::Scenario& scenario, model::ModuleIndex module,
     }
   }
   return numel;
-}
-
-// A z3 leaf's descendants run inside its hooks, so their compute is the leaf's.
-int64_t compute_numel(const model::Scenario& scenario, model::ModuleIndex module) {
-  return params_numel(scenario, module, scenario.modules[module].leaf);
 }
 
 }  // namespace
@@ -63,13 +60,16 @@ AnalyticalCostModel::AnalyticalCostModel(const model::Scenario& scenario,
   const int64_t tokens = scenario.timing.tokens_per_micro_batch > 0
                              ? scenario.timing.tokens_per_micro_batch
                              : scenario.config.train_micro_batch_size_per_gpu;
+  // A z3 leaf's descendants run inside its hooks, so their compute is the leaf's.
+  const std::vector<uint8_t> leaves = model::z3_leaf_modules(scenario);
   for (size_t m = 0; m < scenario.modules.size(); ++m) {
     const model::ModuleSpec& spec = scenario.modules[m];
     if (spec.compute_us >= 0) {
       forward_ns_[m] = spec.compute_us * 1000;
     } else if (calibration_.flops_per_s > 0) {
       // 2 flops (multiply + add) per parameter element per token for a forward.
-      const int64_t numel = compute_numel(scenario, static_cast<model::ModuleIndex>(m));
+      const int64_t numel =
+          params_numel(scenario, static_cast<model::ModuleIndex>(m), leaves[m] != 0);
       forward_ns_[m] = round_div(static_cast<Int128>(2) * numel * tokens * kNsPerSecond,
                                  calibration_.flops_per_s);
     }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "model/leaves.h"
 #include "model/persistence.h"
 
 namespace zfetch::sim {
@@ -14,39 +15,6 @@ namespace {
 using model::Op;
 using trace::EventKind;
 using trace::Phase;
-
-// The name of the z3 leaf rule that matched, or false (semantics 2.1; config leaf_module).
-bool is_leaf(const model::Scenario& scenario, ModuleIndex m) {
-  const model::ModuleSpec& spec = scenario.modules[m];
-  if (spec.leaf) {
-    return true;
-  }
-  const model::LeafModuleConfig& leaf = scenario.config.zero.leaf_module;
-  auto last_component = [](const std::string& s) {
-    const size_t dot = s.rfind('.');
-    return dot == std::string::npos ? s : s.substr(dot + 1);
-  };
-  if (!spec.class_name.empty()) {
-    for (const std::string& c : leaf.classes) {
-      if (c == spec.class_name || last_component(c) == spec.class_name) {
-        return true;
-      }
-    }
-  }
-  for (const std::string& n : leaf.names) {
-    if (n == spec.qualified_name) {
-      return true;
-    }
-  }
-  for (const std::string& suffix : leaf.name_suffixes) {
-    const std::string& q = spec.qualified_name;
-    if (q.size() >= suffix.size() &&
-        q.compare(q.size() - suffix.size(), suffix.size(), suffix) == 0) {
-      return true;
-    }
-  }
-  return false;
-}
 
 }  // namespace
 
@@ -95,6 +63,7 @@ Process::Process(const model::Scenario& scenario, const Options& options, int32_
 
   // Hooks go to every module reached through children() from the root, but not below a z3
   // leaf (2.1). Param lists use canonical params, deduplicated (tied weights are one object).
+  const std::vector<uint8_t> leaves = model::z3_leaf_modules(scenario);
   modules_.ds_id.assign(nm, -1);
   modules_.hooked.assign(nm, 0);
   modules_.leaf.assign(nm, 0);
@@ -111,7 +80,7 @@ Process::Process(const model::Scenario& scenario, const Options& options, int32_
     const bool parent_hooked = spec.parent == model::kNone ||
                                (modules_.hooked[spec.parent] && !modules_.leaf[spec.parent]);
     modules_.hooked[m] = parent_hooked ? 1 : 0;
-    modules_.leaf[m] = parent_hooked && is_leaf(scenario, m) ? 1 : 0;
+    modules_.leaf[m] = leaves[m];
     for (ParamIndex p : spec.params) {
       const ParamIndex c = params_.canonical[p];
       std::vector<ParamIndex>& direct = modules_.direct_params[m];

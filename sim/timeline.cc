@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 
+#include "model/leaves.h"
 #include "sim/timeline_json.h"
 
 namespace zfetch::sim {
@@ -86,6 +87,7 @@ Timeline::Timeline(const model::Scenario& scenario, const CostModel& cost, trace
   }
   // Gradients reduced after a module's backward: its trainable own params (the whole subtree
   // for a z3 leaf), each Parameter object once (a tied entry shares its target's gradient).
+  const std::vector<uint8_t> leaves = model::z3_leaf_modules(scenario);
   for (size_t m = 0; m < scenario.modules.size(); ++m) {
     std::vector<model::ModuleIndex> todo{static_cast<model::ModuleIndex>(m)};
     int64_t shard = 0;
@@ -97,7 +99,7 @@ Timeline::Timeline(const model::Scenario& scenario, const CostModel& cost, trace
           shard += shard_bytes_[p];
         }
       }
-      if (scenario.modules[m].leaf) {
+      if (leaves[m] != 0) {
         todo.insert(todo.end(), spec.children.begin(), spec.children.end());
       }
     }

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/leaves.h"
 #include "model/persistence.h"
 #include "model/scenario.h"
 #include "tools/commands.h"
@@ -78,6 +79,7 @@ void append_param_lines(const model::Scenario& scenario, const model::ModuleSpec
 
 std::string render_dot(const model::Scenario& scenario) {
   const std::vector<bool> persistent = model::select_persistent(scenario, scenario.config.zero);
+  const std::vector<uint8_t> leaves = model::z3_leaf_modules(scenario);
   fmt::memory_buffer out;
   auto it = std::back_inserter(out);
   fmt::format_to(it, "digraph \"{}\" {{\n", dot_escape(scenario.name));
@@ -89,6 +91,9 @@ std::string render_dot(const model::Scenario& scenario) {
     fmt::format_to(it, "  m{} [label=\"{}", *v, dot_escape(display_name(module)));
     if (!module.class_name.empty()) {
       fmt::format_to(it, "\\n({})", dot_escape(module.class_name));
+    }
+    if (leaves[*v] != 0) {
+      fmt::format_to(it, "\\n[z3 leaf]");
     }
     if (!module.params.empty()) {
       fmt::format_to(it, "\\n");

@@ -573,6 +573,29 @@ TEST_SUITE("sim") {
                       "persistent_gather p=adapter.adapter_A.weight",
                       "persistent_gather p=adapter.adapter_B.weight"});
   }
+
+  TEST_CASE("4.8 a granularity-threshold leaf is fetched with its subtree; below it, no hooks") {
+    // b: (16 + 16) params over 2 + 1 layers = 10 <= 10; the root: 1632 // 5 = 326 (2.1).
+    const Run run = simulate_text(scenario(R"(    stage3_module_granularity_threshold: 10
+    stage3_param_persistence_threshold: 0
+    stage3_prefetch_bucket_size: 0)",
+                                           R"(  name: model
+  children:
+    - name: b
+      children:
+        - {name: x, params: {weight: [4, 4]}}
+        - {name: y, params: {weight: [4, 4]}}
+    - {name: c, params: {weight: [40, 40]}})",
+                                           "  - train: {steps: 1}"));
+    CHECK(run.outcome.kind == OutcomeKind::Pass);
+    check_lines(forward_lines(run, 0, {EventKind::ModulePre, EventKind::Gather}),
+                {"module_pre m=<root> s=0", "module_pre m=b s=1", "gather p=b.x.weight",
+                 "gather p=b.y.weight", "module_pre m=c s=2", "gather p=c.weight"});
+    for (const OwnedEvent& ev : run.events) {
+      CAPTURE(ev.module);
+      CHECK_FALSE(ev.module.starts_with("b."));
+    }
+  }
 }
 
 }  // namespace
