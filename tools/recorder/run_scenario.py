@@ -41,10 +41,10 @@ autograd graph in the order the simulator assumes (docs/backward-order.md, sim/p
 """
 
 import argparse
+import copy
 import gc
 import json
 import os
-import shutil
 import signal
 import sys
 import time
@@ -364,7 +364,7 @@ class Runner:
         base = os.path.join(args.out, f"{key}.{policy}")
         trace = base + ".rank0.jsonl" if self.rank == 0 else os.devnull
         notes = base + ".rank0.notes.jsonl" if self.rank == 0 else None
-        ckpt = os.path.join(args.ckpt_root, f"{key}.{policy}")
+        ckpt = os.path.join(args.ckpt_root, f"{key}.{policy}")  # one folder per run, never reused
         res = {
             "key": key, "name": scen["name"], "policy": policy, "world_size": self.world, "yaml": scen["yaml"],
             "source_sha256": scen["source_sha256"], "outcome": "pass", "where": None, "engines": [],
@@ -443,7 +443,7 @@ class Runner:
         CTX.engine += 1
         engine, _, _, _ = ds.initialize(model=model,
                                         model_parameters=[p for p in model.parameters() if p.requires_grad],
-                                        config=scen["ds_config"])
+                                        config=copy.deepcopy(scen["ds_config"]))
         st["engine"] = engine
         st["engine_micro"] = 0
         objs = dict(model.named_modules())
@@ -460,8 +460,6 @@ class Runner:
         gas = int(scen["gradient_accumulation_steps"])
         irg = bool(scen["input_requires_grad"])
         where = st["where"]
-        if self.rank == 0 and os.path.isdir(ckpt):
-            shutil.rmtree(ckpt, ignore_errors=True)
         self.build_engine(scen, st, res, fresh=True)
         for item in scen["schedule"]:
             op = item["op"]
@@ -606,7 +604,8 @@ def main():
     import logging
     import deepspeed
     deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False  # no C++ sources in the snapshot
-    import zfetch_record as zr
+    import importlib
+    zr = importlib.import_module(os.environ.get("ZFETCH_RECORDER", "zfetch_record"))  # a stand-in for tests
     zr.install()
     import torch.distributed as dist
 
