@@ -132,10 +132,18 @@ class ZModule(nn.Module):
             obj = getattr(obj, seg)
         return getattr(obj, parts[-1])
 
-    def _zf_own_compute(self, h):
+    def _zf_hooks(self):
+        """(hooked, leaf): what DeepSpeed did to this module when it runs under an engine (a module
+        below a z3 leaf gets no ds_id), else the simulator's rules from the converter."""
+        if self._zf_rt.get("under_ds"):
+            hooked = "ds_id" in self.__dict__
+            return hooked, hooked and bool(getattr(self, "_z3_leaf", False))
+        return bool(self._zf["hooked"]), bool(self._zf["leaf"])
+
+    def _zf_own_compute(self, h, leaf):
         spec = self._zf
         terms = None
-        for name, canonical in spec["_own"]:
+        for name, canonical in spec["_own_recursive" if leaf else "_own_direct"]:
             p = getattr(self, name) if name is not None else self._zf_param_obj(canonical)
             t = _mean_term(p, self._zf_rt["pspec"][canonical])
             terms = t if terms is None else terms + t
@@ -161,8 +169,9 @@ class ZModule(nn.Module):
         spec = self._zf
         pool = []  # params returned by children (aliases after DeepSpeed's pre-backward wrap)
         rets = []  # params this forward returns
-        if spec["hooked"]:
-            h = self._zf_own_compute(h)
+        hooked, leaf = self._zf_hooks()
+        if hooked:
+            h = self._zf_own_compute(h, leaf)
         else:
             # below a z3 leaf: no hooks; the module reads its params through its own dict (sim
             # call_hookless)
@@ -261,7 +270,7 @@ def _class_for(spec):
     return _CLASSES[key]
 
 
-def own_param_list(scen, m):
+def own_param_list(scen, m, leaf):
     """(getter name or None, canonical) of the params a hooked module's own compute uses: its direct
     params (deduplicated canonical objects, read through its getter), plus, for a z3 leaf, its
     descendants' (read directly, as DeepSpeed's leaf fetch has them all)."""
@@ -271,7 +280,7 @@ def own_param_list(scen, m):
         if p["canonical"] not in seen:
             seen.add(p["canonical"])
             out.append((p["name"], p["canonical"]))
-    if m.get("leaf"):
+    if leaf:
         stack = list(reversed(m["children"]))
         while stack:
             c = mods[stack.pop()]
@@ -299,7 +308,8 @@ def build_model(scen, seed=1234):
     rt = {"params": params, "pspec": pspec, "objs": [], "root": None}
     for m in mods:
         spec = dict(m)
-        spec["_own"] = own_param_list(scen, m)
+        spec["_own_direct"] = own_param_list(scen, m, False)
+        spec["_own_recursive"] = own_param_list(scen, m, True)
         obj = _class_for(m)(spec, rt)
         rt["objs"].append(obj)
         for p in m["params"]:
@@ -308,6 +318,11 @@ def build_model(scen, seed=1234):
             rt["objs"][m["parent"]].add_module(m["name"], obj)
     rt["root"] = rt["objs"][0]
     return rt["root"]
+
+
+def mark_under_deepspeed(model):
+    """From now on the model's forward asks DeepSpeed which modules it hooked (see ZModule._zf_hooks)."""
+    model._zf_rt["under_ds"] = True
 
 
 def make_input(scen, rank, salt, requires_grad):
@@ -444,6 +459,7 @@ class Runner:
         engine, _, _, _ = ds.initialize(model=model,
                                         model_parameters=[p for p in model.parameters() if p.requires_grad],
                                         config=copy.deepcopy(scen["ds_config"]))
+        mark_under_deepspeed(model)
         st["engine"] = engine
         st["engine_micro"] = 0
         objs = dict(model.named_modules())
