@@ -189,19 +189,21 @@ def main():
             with open(os.path.join(res_dir, fn)) as f:
                 rows.append(json.load(f))
     counts = collections.Counter(r["outcome"] for r in rows)
-    print(f"\n== {len(rows)} runs in {time.time() - t0:.0f} s: "
-          + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + f"; corpus.tgz {os.path.getsize(corpus)} bytes")
-    for r in rows:
-        if r["outcome"] == "skipped":
+    print()
+    for r in rows:  # every run that did not simply pass, one line each
+        if r["outcome"] in ("skipped", "pass"):
             continue
         w = r.get("where") or {}
-        extra = ""
-        if r["outcome"] not in ("pass", "skipped"):
-            msg = (r.get("exc_str") or "").splitlines()
-            extra = (f" {r.get('exc_type', '')} e{w.get('engine')} mu{w.get('micro_step')} {w.get('call')}/"
-                     f"{w.get('phase')}: {msg[0][:110] if msg else ''}")
-        print(f"{r['key'][:60]:60s} {r['policy'][:9]:9s} {r['outcome']:12s} ev={r.get('events', '-')}"
-              f" {r.get('seconds', '-')}s{extra}")
+        msg = (r.get("exc_str") or "").splitlines()
+        print(f"{r['key'][:56]:56s} {r['policy'][:9]:9s} {r['outcome']:12s} {r.get('exc_type', '')} "
+              f"e{w.get('engine')} mu{w.get('micro_step')} {w.get('call')}/{w.get('phase')}: "
+              f"{msg[0][:100] if msg else ''}")
+    slow = sorted((r for r in rows if r.get("seconds")), key=lambda r: -r["seconds"])[:3]
+    print("slowest: " + ", ".join(f"{r['key']} {r['policy']} {r['seconds']} s" for r in slow))
+    print(f"== {len(rows)} runs in {time.time() - t0:.0f} s: "
+          + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+          + f"; corpus.tgz {os.path.getsize(corpus)} bytes"
+          + (f", notes.tgz {os.path.getsize(notes)} bytes" if os.path.exists(notes) else ""))
     return 0
 
 
