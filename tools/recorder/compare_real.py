@@ -33,6 +33,8 @@ import json
 import os
 import subprocess
 import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in tools/recorder (it would travel to the device)
 import tarfile
 import tempfile
 

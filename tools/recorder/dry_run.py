@@ -19,6 +19,8 @@ import json
 import os
 import subprocess
 import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in tools/recorder (it would travel to the device)
 import tempfile
 
 import torch

@@ -441,6 +441,10 @@ def convert(path, repo_root):
             features.add("outputs")
         if any(p["tied_to"] for p in m["params"]):
             features.add("tied")
+    if int(_intlike(zero_value(zero, "stage3_module_granularity_threshold", 0)) or 0) > 0:
+        # DeepSpeed picks these leaves itself at run time; `hooked`/`leaf` here do not include them
+        features.add("granularity-threshold")
+        notes.append("stage3_module_granularity_threshold: the leaves it makes are not in `hooked`/`leaf`")
     schedule = convert_schedule(doc.get("schedule"))
     features.update(item["op"] for item in schedule)
     gas = int(cfg.get("gradient_accumulation_steps", 1))
