@@ -383,6 +383,9 @@ void Coordinator::prefetch() {
   while (queue_valid_ && queue_head_ < param_order_.size() && numel < budget) {
     const QueueEntry entry = param_order_[queue_head_];
     const ParamIndex p = entry.param;
+    // Every popleft is a queue_pop, the prefetch round's as well as the check's (DeepSpeed pops
+    // an NVMe entry too and puts it back with appendleft).
+    emitter_.emit(EventKind::QueuePop, model::kNone, p, entry.step);
     if (on_nvme(p)) {
       break;  // its partition is still on NVMe: prefetch stops, the read-ahead fetches it (4.2)
     }

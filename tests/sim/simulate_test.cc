@@ -386,7 +386,10 @@ TEST_SUITE("sim") {
           std::vector<std::string>{"prefetch p=l1.weight", "prefetch p=l2.weight"});
     CHECK(pass_lines(run, 2, {EventKind::Prefetch}) ==
           std::vector<std::string>{"prefetch p=l2.weight"});
-    CHECK(pass_lines(run, 2, {EventKind::QueuePop, EventKind::Gather}).empty());
+    // Those four pops are the prefetch round's, at the root's fetch; nothing is gathered.
+    CHECK(pass_lines(run, 2, {EventKind::QueuePop, EventKind::Gather}) ==
+          std::vector<std::string>{"queue_pop p=l1.weight s=1", "queue_pop p=l2.weight s=2",
+                                   "queue_pop p=l2.weight s=4", "queue_pop p=l1.weight s=5"});
   }
 
   TEST_CASE("10.3 two root forwards before one backward: the eval pass is the recorded trace") {
@@ -437,12 +440,15 @@ TEST_SUITE("sim") {
       records.push_back(ev.e.micro_step);
     }
     CHECK(records == std::vector<int>{0, 3});
-    // The rest of µ3 is untraced: no queue check.
+    // The rest of µ3 is untraced: nothing is popped after the invalidation.
+    bool invalidated = false;
     bool popped_after = false;
     for (const OwnedEvent& ev : run.events) {
-      popped_after = popped_after || (ev.e.micro_step >= 2 && ev.e.kind == EventKind::QueuePop &&
-                                      ev.e.trace_step > 2);
+      invalidated = invalidated || ev.e.kind == EventKind::TraceInvalidate;
+      popped_after =
+          popped_after || (invalidated && ev.e.micro_step == 2 && ev.e.kind == EventKind::QueuePop);
     }
+    CHECK(invalidated);
     CHECK(!popped_after);
   }
 
