@@ -31,6 +31,7 @@ import glob
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -160,6 +161,37 @@ def project(events, bases):
                 parts.append(f"{f}={e.get(f, '-')}")
         lines.append(" ".join(parts))
     return lines
+
+
+def unordered_runs(lines):
+    """Sorts each run of consecutive wait or release events of one kind: fetch_sub_module waits on, and
+    release_sub_module frees, the params of a Python set of Parameters, whose iteration order (by
+    address hash) no run reproduces."""
+    out = list(lines)
+    i = 0
+    while i < len(out):
+        kind = next((k for k in (" kind=wait ", " kind=release ") if k in out[i] + " "), None)
+        if kind is None:
+            i += 1
+            continue
+        j = i
+        while j < len(out) and kind in out[j] + " ":
+            j += 1
+        out[i:j] = sorted(out[i:j])
+        i = j
+    return out
+
+
+def normalise_message(message, bases):
+    """Process-global ids in a DeepSpeed message, made relative to the run's first ids."""
+    if not message:
+        return message
+    m, p = bases.get("module", 0), bases.get("param", 0)
+    message = re.sub(r"module id: (\d+)", lambda x: f"module id: {int(x.group(1)) - m}", message)
+    message = re.sub(r" id=(\d+)'", lambda x: f" id={int(x.group(1)) - p}'", message)
+    return re.sub(r"'active_sub_modules': \{([\d, ]+)\}",
+                  lambda x: "'active_sub_modules': {" + ", ".join(
+                      str(int(v) - m) for v in x.group(1).split(", ")) + "}", message)
 
 
 def first_divergence(a, b):
@@ -304,8 +336,8 @@ def compare_one(row, zfetch, yaml_rel, policy, real_trace, res, tmp, context, er
     real_cls = real_outcome_class(res, real_all)
     row.real = real_cls
     bases = res.get("bases") or infer_bases(real_ev, sim_ev)
-    a = project(real_ev, bases)
-    b = project(sim_ev, {"module": 0, "param": 0})
+    a = unordered_runs(project(real_ev, bases))
+    b = unordered_runs(project(sim_ev, {"module": 0, "param": 0}))
     row.events = f"{len(a)}/{len(b)}"
     i = first_divergence(a, b)
     problems = []
@@ -329,6 +361,7 @@ def compare_one(row, zfetch, yaml_rel, policy, real_trace, res, tmp, context, er
     if error_text is not None:
         with open(error_text, encoding="utf-8", newline="") as f:
             real_msg = f.read()
+    real_msg = normalise_message(real_msg, bases)
     sim_fail = sim_json.get("failure") or {}
     if real_cls != "pass" or sim_fail:
         rp, sp = real_position(res, real_all), sim_position(sim_json)
