@@ -221,6 +221,17 @@ void Process::build_engine(bool fresh_model) {
     // Earlier engines' roots stay on FWD_MODULE_STACK, but they are other objects now.
     std::replace_if(
         fwd_stack_.begin(), fwd_stack_.end(), [](ModuleIndex) { return true; }, kForeign);
+  } else {
+    // The new engine's ZeRO-3 optimizer gives every trainable param a gradient hook, gathering it
+    // and partitioning it right after (`create_reduce_and_remove_grad_hooks`, snapshot
+    // edaa722): a re-used model's trainable params are NOT_AVAILABLE again, persistent or not,
+    // outside the coordinator (no event); frozen params keep their status. Seen on real
+    // DeepSpeed (tools/recorder corpus, save_load-load_immediate_save).
+    for (ParamIndex p : params_.by_id) {
+      if (!params_.frozen[p] && params_.status[p] == Status::Available) {
+        params_.status[p] = Status::NotAvailable;
+      }
+    }
   }
   // Module ids: the mutable-default-list counter of _register_deepspeed_module (2.2): the root
   // takes the current value, every child visit increments first.

@@ -602,6 +602,31 @@ TEST_SUITE("sim") {
       CHECK_FALSE(ev.module.starts_with("b."));
     }
   }
+
+  TEST_CASE("10.19 a re-used model's trainable params are partitioned by the new engine") {
+    // Both weights persist (16 elements). The new engine's optimizer gathers and partitions every
+    // trainable param when it hooks its gradient, outside the coordinator: at the load only the
+    // frozen f is still resident and partitioned by release_and_reset_all; both are regathered.
+    const Run run = simulate_text(scenario("",
+                                           R"(  name: model
+  children:
+    - {name: a, params: {weight: [4, 4]}}
+    - {name: f, params: {weight: {shape: [4, 4], frozen: true}}})",
+                                           R"(  - train: {steps: 1}
+  - save_checkpoint: t
+  - restart: {reuse_model: true}
+  - load_checkpoint: t)"));
+    CHECK(run.outcome.kind == OutcomeKind::Pass);
+    std::vector<std::string> engine1;
+    for (const OwnedEvent& ev : run.events) {
+      if (ev.e.engine == 1 &&
+          (ev.e.kind == EventKind::PartitionAll || ev.e.kind == EventKind::PersistentGather)) {
+        engine1.push_back(fmt::format("{} {}", trace::format_as(ev.e.kind), ev.param));
+      }
+    }
+    check_lines(engine1, {"partition_all f.weight", "persistent_gather a.weight",
+                          "persistent_gather f.weight"});
+  }
 }
 
 }  // namespace
