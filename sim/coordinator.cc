@@ -528,13 +528,20 @@ void Coordinator::release(ModuleIndex m, bool forward) {
 void Coordinator::release_backward_leftovers() {
   while (!active_backward_.empty()) {
     const ModuleIndex m = active_backward_.back();  // popitem(): LIFO
-    // [I] semantics 2.9: "its params" read as the module's own params (recursive if leaf) plus
-    // its recompute params; externals are left to their consumers and partition-all.
+    // Its params are iter_params(): own (recursive if leaf) and its externals, plus its
+    // recompute params, as a set; is_external_param (dangling returns) and persistent ones stay.
+    // Real DeepSpeed releases a getter-registered external here (tools/recorder corpus,
+    // ext_param_getattr).
     active_backward_.pop_back();
     const int64_t module_id = modules_.ds_id[m];
-    release_scratch_.assign(modules_.own_params[m].begin(), modules_.own_params[m].end());
-    release_scratch_.insert(release_scratch_.end(), modules_.recompute[m].begin(),
-                            modules_.recompute[m].end());
+    const std::span<const ParamIndex> list = param_list(m);  // marks its params
+    release_scratch_.assign(list.begin(), list.end());
+    for (ParamIndex p : modules_.recompute[m]) {
+      if (mark_[p] != mark_epoch_) {
+        mark_[p] = mark_epoch_;
+        release_scratch_.push_back(p);
+      }
+    }
     modules_.recompute[m].clear();
     for (ParamIndex p : release_scratch_) {
       params_.consumers[p].erase(module_id);

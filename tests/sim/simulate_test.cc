@@ -627,6 +627,18 @@ TEST_SUITE("sim") {
     check_lines(engine1, {"partition_all f.weight", "persistent_gather a.weight",
                           "persistent_gather f.weight"});
   }
+
+  TEST_CASE("2.9 backward leftovers release the module's externals too (iter_params)") {
+    // The root's post-backward never fires (nothing it owns needs grad); the drain releases
+    // linear1.weight, an external of the root registered by the getter, before the step.
+    const Run run = simulate_file("scenarios/deepspeed_tests/ext_param_getattr.yaml");
+    CHECK(run.outcome.kind == OutcomeKind::Pass);
+    const auto lines_bwd = lines(run, [](const OwnedEvent& ev) {
+      return ev.e.micro_step == 0 && ev.e.phase == Phase::Bwd && ev.e.kind == EventKind::Release;
+    });
+    check_lines(lines_bwd, {"release p=linear2.weight", "release p=linear2.bias",
+                            "release p=linear1.bias", "release p=linear1.weight"});
+  }
 }
 
 }  // namespace
