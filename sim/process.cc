@@ -457,7 +457,10 @@ bool Process::own_compute(ModuleIndex m, bool rg) {
   for (ParamIndex p : modules_.own_params[m]) {
     uses_trainable = uses_trainable || !params_.frozen[p];
   }
-  if (grad_enabled_) {
+  // An op records a graph node, and saves tensors, only when an input requires grad: a frozen
+  // module fed without grad leaves nothing for a checkpoint region to regenerate (PyTorch; seen
+  // on real DeepSpeed, ac_lifecycle-no_grad_checkpoint_input_direct_backward).
+  if (grad_enabled_ && (rg || uses_trainable)) {
     if (record_nodes_) {
       nodes_.push_back({Node::Kind::Compute, m, current_region_});
       if (current_region_ >= 0) {
@@ -466,7 +469,7 @@ bool Process::own_compute(ModuleIndex m, bool rg) {
     } else if (replay_compute_left_ > 0 && --replay_compute_left_ == 0) {
       stopping_ = true;  // every saved tensor is regenerated: torch stops the replay here
     }
-    return rg || uses_trainable;
+    return true;
   }
   return false;
 }
@@ -515,11 +518,11 @@ bool Process::run_body(ModuleIndex m, const std::vector<Op>& ops, bool rg) {
         run_body(m, op.body, rg);
         grad_enabled_ = true;
         if (rg && record_nodes_) {
-          regions_.push_back({&op.body, m, true, 0, false});
+          regions_.push_back({&op.body, m, true, 0, false, true});
           nodes_.push_back({Node::Kind::Checkpoint, m, static_cast<int32_t>(regions_.size() - 1)});
         }
       } else if (record_nodes_) {
-        regions_.push_back({&op.body, m, false, 0, false});
+        regions_.push_back({&op.body, m, false, 0, false, rg});
         const int32_t saved = current_region_;
         current_region_ = static_cast<int32_t>(regions_.size() - 1);
         rg = run_body(m, op.body, rg);
@@ -676,9 +679,10 @@ void Process::replay(int32_t region_index) {
   } else {
     // [I] semantics 2.7 (non-reentrant), confirmed on DeepSpeed: the replay's own nodes are
     // discarded; torch stops it once every saved tensor is back (early stop).
+    // The recompute runs on the original inputs, so its ops save exactly what the forward's did.
     record_nodes_ = false;
     replay_compute_left_ = region.compute_nodes;
-    run_body(region.module, *region.body, true);
+    run_body(region.module, *region.body, region.input_rg);
     record_nodes_ = true;
     stopping_ = false;
     replay_compute_left_ = 0;

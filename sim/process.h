@@ -50,6 +50,7 @@ class Process {
     bool reentrant;
     int32_t compute_nodes;  ///< non-reentrant: saved-tensor nodes created by the original forward
     bool replayed;
+    bool input_rg;  ///< whether the region's input requires grad (the replay's is the same)
   };
 
   void run_schedule();

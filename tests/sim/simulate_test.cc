@@ -639,6 +639,30 @@ TEST_SUITE("sim") {
     check_lines(lines_bwd, {"release p=linear2.weight", "release p=linear2.bias",
                             "release p=linear1.bias", "release p=linear1.weight"});
   }
+
+  TEST_CASE("2.7 a non-reentrant region that saved nothing is never recomputed") {
+    // The block's weight is frozen and the input needs no grad: its op records no node.
+    const Run run = simulate_file(
+        "scenarios/deepspeed_tests/ac_lifecycle-no_grad_checkpoint_input_direct_backward.yaml");
+    CHECK(run.outcome.kind == OutcomeKind::Pass);
+    for (const OwnedEvent& ev : run.events) {
+      CHECK(ev.e.phase != Phase::Recompute);
+    }
+    // With an input that needs grad, the same region is recomputed in each backward.
+    model::LoadResult loaded = model::load_scenario_file(
+        std::string(ZFETCH_SOURCE_DIR) +
+        "/scenarios/deepspeed_tests/ac_lifecycle-no_grad_checkpoint_input_direct_backward.yaml");
+    REQUIRE(loaded.scenario.has_value());
+    loaded.scenario->input_requires_grad = true;
+    VectorSink sink;
+    const Outcome outcome = simulate(*loaded.scenario, Options{}, sink);
+    CHECK(outcome.kind == OutcomeKind::Pass);
+    int recompute_pre = 0;
+    for (const OwnedEvent& ev : sink.events) {
+      recompute_pre += ev.e.phase == Phase::Recompute && ev.e.kind == EventKind::ModulePre ? 1 : 0;
+    }
+    CHECK(recompute_pre == 4);  // block, in each of the 4 micro-steps
+  }
 }
 
 }  // namespace
