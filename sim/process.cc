@@ -417,10 +417,19 @@ bool Process::call_module(ModuleIndex m, bool input_rg) {
   zenflow_post(m);
   emitter_.emit(EventKind::ModulePost, m, model::kNone, coordinator_->step_id());
   coordinator_->release(m, true);
-  // pre-backward installer: one PreBackward node per differentiable output.
-  if (grad_enabled_ && rg && record_nodes_) {
-    for (int64_t k = 0; k < scenario_.modules[m].outputs; ++k) {
-      nodes_.push_back({Node::Kind::PreBackward, m, -1});
+  // pre-backward installer: one PreBackward node per differentiable output, and one per
+  // trainable param the forward returns (DeepSpeed wraps every tensor of the output that
+  // requires grad, a returned Parameter too; seen on real DeepSpeed, ext_param_return).
+  if (grad_enabled_ && record_nodes_) {
+    if (rg) {
+      for (int64_t k = 0; k < scenario_.modules[m].outputs; ++k) {
+        nodes_.push_back({Node::Kind::PreBackward, m, -1});
+      }
+    }
+    for (ParamIndex p : returned_[m]) {
+      if (!params_.frozen[p]) {
+        nodes_.push_back({Node::Kind::PreBackward, m, -1});
+      }
     }
   }
   return rg;

@@ -663,6 +663,19 @@ TEST_SUITE("sim") {
     }
     CHECK(recompute_pre == 4);  // block, in each of the 4 micro-steps
   }
+
+  TEST_CASE("5.3 a returned trainable param gets its own pre-backward hook") {
+    // d_linear returns (out, bias) and dangler returns (out, d_linear.bias): two wrapped tensors
+    // requiring grad each, so two pre-backward firings each; container and the root return one.
+    const Run run = simulate_file("scenarios/deepspeed_tests/ext_param_return.yaml");
+    CHECK(run.outcome.kind == OutcomeKind::Pass);
+    check_lines(pass_lines(run, 0, {EventKind::BackwardPre}),
+                {"backward_pre m=<root> s=5", "backward_pre m=container s=6",
+                 "backward_pre m=container.dangler s=7", "backward_pre m=container.dangler s=8",
+                 "backward_pre m=container.dangler.d_linear s=9",
+                 "backward_pre m=container.dangler.d_linear s=10",
+                 "backward_pre m=container.linear1 s=11"});
+  }
 }
 
 }  // namespace
