@@ -526,12 +526,22 @@ bool Process::run_body(ModuleIndex m, const std::vector<Op>& ops, bool rg) {
         grad_enabled_ = false;
         run_body(m, op.body, rg);
         grad_enabled_ = true;
+        // CheckpointFunction saves its inputs once its no_grad forward returns; inside a
+        // non-reentrant region those saved tensors are the region's too, so the node's backward
+        // first recomputes that region, whose replay stops once they are regenerated (seen on
+        // real DeepSpeed, scenarios/validation/v09_nested_checkpoints).
         if (rg && record_nodes_) {
-          regions_.push_back({&op.body, m, true, 0, false, true});
+          regions_.push_back({&op.body, m, true, 0, false, true, current_region_});
           nodes_.push_back({Node::Kind::Checkpoint, m, static_cast<int32_t>(regions_.size() - 1)});
+          if (current_region_ >= 0) {
+            ++regions_[static_cast<size_t>(current_region_)].compute_nodes;
+          }
+        } else if (rg && !record_nodes_ && replay_compute_left_ > 0 &&
+                   --replay_compute_left_ == 0) {
+          stopping_ = true;
         }
       } else if (record_nodes_) {
-        regions_.push_back({&op.body, m, false, 0, false, rg});
+        regions_.push_back({&op.body, m, false, 0, false, rg, -1});
         const int32_t saved = current_region_;
         current_region_ = static_cast<int32_t>(regions_.size() - 1);
         rg = run_body(m, op.body, rg);
@@ -645,9 +655,14 @@ void Process::run_backward(size_t begin) {
         replay(node.region);  // the first unpack of a saved tensor of the region
       }
       break;
-    case Node::Kind::Checkpoint:
+    case Node::Kind::Checkpoint: {
+      const int32_t enclosing = regions_[static_cast<size_t>(node.region)].enclosing;
+      if (enclosing >= 0 && !regions_[static_cast<size_t>(enclosing)].replayed) {
+        replay(enclosing);  // unpacking the CheckpointFunction's saved inputs
+      }
       replay(node.region);
       break;
+    }
     }
   }
 }

@@ -51,6 +51,7 @@ class Process {
     int32_t compute_nodes;  ///< non-reentrant: saved-tensor nodes created by the original forward
     bool replayed;
     bool input_rg;  ///< whether the region's input requires grad (the replay's is the same)
+    int32_t enclosing = -1;  ///< reentrant: the non-reentrant region it was created in, or -1
   };
 
   void run_schedule();

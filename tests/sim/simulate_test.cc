@@ -676,6 +676,18 @@ TEST_SUITE("sim") {
                  "backward_pre m=container.dangler.d_linear s=10",
                  "backward_pre m=container.linear1 s=11"});
   }
+
+  TEST_CASE("2.7 a reentrant checkpoint inside a non-reentrant one: the outer replay comes first") {
+    // CheckpointFunction's saved inputs belong to the outer region: its backward unpacks them,
+    // which replays l1 and the inner no_grad forward of l2, then the inner replay runs l2 again.
+    const Run run = simulate_file("scenarios/validation/v09_nested_checkpoints.yaml");
+    CHECK(run.outcome.kind == OutcomeKind::Pass);
+    const auto recompute = lines(run, [](const OwnedEvent& ev) {
+      return ev.e.micro_step == 0 && ev.e.phase == Phase::Recompute &&
+             ev.e.kind == EventKind::ModulePre;
+    });
+    check_lines(recompute, {"module_pre m=l1 s=7", "module_pre m=l2 s=8", "module_pre m=l2 s=9"});
+  }
 }
 
 }  // namespace
