@@ -23,6 +23,9 @@ Coordinator::Coordinator(const model::Scenario& scenario, ParamState& params, Mo
                          Discovery discovery)
     : scenario_(scenario),
       config_(scenario.config.zero),
+      prefetch_bucket_size_(config_.allgather_sequential && config_.mics_shard_size <= 0
+                                ? 1
+                                : config_.prefetch_bucket_size),
       params_(params),
       modules_(modules),
       emitter_(emitter),
@@ -199,10 +202,12 @@ void Coordinator::gather(std::span<const ParamIndex> ps, EventKind kind) {
   }
 }
 
-void Coordinator::wait(ParamIndex p) {
+void Coordinator::wait(ParamIndex p, bool emit_event) {
   const int64_t group = params_.inflight_group[p];
   params_.inflight_group[p] = -1;
-  emitter_.emit(EventKind::Wait, model::kNone, p, -1, group);
+  if (emit_event) {
+    emitter_.emit(EventKind::Wait, model::kNone, p, -1, group);
+  }
   // One handle completes every param of its coalesced gather (AllGatherCoalescedHandle.wait).
   const auto index = static_cast<size_t>(group - first_group_);
   const size_t end =
@@ -232,9 +237,12 @@ void Coordinator::release_param(ParamIndex p) {
 }
 
 void Coordinator::clean_inflight_registry() {
+  // _clean_inflight_param_registry waits on each handle directly, not through a registry pop
+  // as the fetch loop and partition-all do: no wait event (what real DeepSpeed traces show,
+  // scenarios/validation/v18_trace_change), then releases the param.
   for (ParamIndex p : inflight_params_) {
     if (params_.inflight_group[p] >= 0) {
-      wait(p);
+      wait(p, false);
       release_param(p);
     }
   }
@@ -311,7 +319,7 @@ void Coordinator::fetch(ModuleIndex m, bool forward, bool in_graph_task) {
 
   if (mode_ == TraceMode::Complete) {
     queue_check(m, list);
-    if (config_.prefetch_bucket_size > 0) {
+    if (prefetch_bucket_size_ > 0) {
       prefetch();
     }
   }
@@ -376,7 +384,7 @@ void Coordinator::raise_mismatch(ModuleIndex m, std::span<const ParamIndex> need
 
 void Coordinator::prefetch() {
   const int64_t budget =
-      std::min(config_.max_live_parameters - n_available_, config_.prefetch_bucket_size);
+      std::min(config_.max_live_parameters - n_available_, prefetch_bucket_size_);
   gather_scratch_.clear();
   ++mark_epoch_;
   int64_t numel = 0;

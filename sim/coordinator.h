@@ -63,7 +63,7 @@ class Coordinator {
 
  private:
   void gather(std::span<const ParamIndex> params, trace::EventKind kind);
-  void wait(ParamIndex p);
+  void wait(ParamIndex p, bool emit_event = true);
   void partition(ParamIndex p, trace::EventKind kind);
   void release_param(ParamIndex p);
   void clean_inflight_registry();
@@ -84,6 +84,9 @@ class Coordinator {
 
   const model::Scenario& scenario_;
   const model::ZeroConfig& config_;
+  // The engine sets prefetch_bucket_size to 1 when stage3_allgather_sequential is on (non-MiCS
+  // stage 3, engine._configure_zero_optimizer; semantics 8).
+  int64_t prefetch_bucket_size_;
   ParamState& params_;
   ModuleState& modules_;
   Emitter& emitter_;

@@ -688,6 +688,44 @@ TEST_SUITE("sim") {
     });
     check_lines(recompute, {"module_pre m=l1 s=7", "module_pre m=l2 s=8", "module_pre m=l2 s=9"});
   }
+
+  TEST_CASE("8 stage3_allgather_sequential forces the prefetch bucket to one element") {
+    // Each prefetch round stops after its first NA entry: l0.weight is prefetched at the root,
+    // l0.bias is left to l0's own fetch, and so on (engine._configure_zero_optimizer).
+    const Run run = simulate_file("scenarios/validation/v25_allgather_sequential.yaml");
+    CHECK(run.outcome.kind == OutcomeKind::Pass);
+    const auto gathers = lines(run, [](const OwnedEvent& ev) {
+      return ev.e.micro_step == 1 && ev.e.phase == Phase::Fwd &&
+             (ev.e.kind == EventKind::Prefetch || ev.e.kind == EventKind::Gather);
+    });
+    check_lines(gathers, {"prefetch p=l0.weight", "gather p=l0.bias", "prefetch p=l1.weight",
+                          "gather p=l1.bias", "prefetch p=l2.weight", "gather p=l2.bias",
+                          "prefetch p=l3.weight", "gather p=l3.bias"});
+  }
+
+  TEST_CASE("3.4 an invalidation cleans the in-flight registry without wait events") {
+    // µ3 skips l2: the prefetched l2 and l3 params are released by the clean, which waits on
+    // their handles directly (no registry pop, so no wait event).
+    const Run run = simulate_file("scenarios/validation/v18_trace_change.yaml");
+    CHECK(run.outcome.kind == OutcomeKind::TraceInvalidated);
+    bool after_invalidation = false;
+    int releases = 0;
+    for (const OwnedEvent& ev : run.events) {
+      if (ev.e.kind == EventKind::TraceInvalidate) {
+        after_invalidation = true;
+        continue;
+      }
+      if (!after_invalidation) {
+        continue;
+      }
+      if (ev.e.kind != EventKind::Release) {
+        break;
+      }
+      ++releases;
+    }
+    CHECK(after_invalidation);
+    CHECK(releases >= 2);
+  }
 }
 
 }  // namespace
