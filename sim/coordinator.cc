@@ -26,6 +26,7 @@ Coordinator::Coordinator(const model::Scenario& scenario, ParamState& params, Mo
       prefetch_bucket_size_(config_.allgather_sequential && config_.mics_shard_size <= 0
                                 ? 1
                                 : config_.prefetch_bucket_size),
+      fast_sharding_(config_.module_granularity_threshold > 0),
       params_(params),
       modules_(modules),
       emitter_(emitter),
@@ -186,6 +187,7 @@ void Coordinator::gather(std::span<const ParamIndex> ps, EventKind kind) {
     }
     params_.swapped_in[p] = 1;  // a gather first swaps an NVMe partition in synchronously
     params_.status[p] = Status::Inflight;
+    params_.fast_sharded[p] = 0;
     params_.inflight_group[p] = group;
     inflight_params_.push_back(p);
     n_available_ += params_.numel[p];
@@ -223,7 +225,8 @@ void Coordinator::wait(ParamIndex p, bool emit_event) {
 void Coordinator::partition(ParamIndex p, EventKind kind) {
   // The next gather rebuilds the param in its stored shape (1.4): storage layout again (6).
   params_.compute_layout[p] = 0;
-  params_.swapped_in[p] = 0;  // with NVMe offload the partition goes back to NVMe
+  params_.swapped_in[p] = 0;    // with NVMe offload the partition goes back to NVMe
+  params_.fast_sharded[p] = 0;  // partition() frees the data: shape [0]
   params_.status[p] = Status::NotAvailable;
   emitter_.emit(kind, model::kNone, p);
   ++emitter_.stats.releases;
@@ -253,6 +256,7 @@ void Coordinator::clean_inflight_registry() {
 
 void Coordinator::gather_sync(ParamIndex p, EventKind kind) {
   params_.status[p] = Status::Available;
+  params_.fast_sharded[p] = 0;
   emitter_.emit(kind, model::kNone, p);
   ++emitter_.stats.getter_gathers;
   emitter_.stats.gathered_bytes += params_.bytes[p];
@@ -529,6 +533,11 @@ void Coordinator::release(ModuleIndex m, bool forward) {
     }
     if (mark_[p] == in_release_set && !params_.is_external[p]) {
       release_param(p);
+      // Fast sharding: release_sub_module then sets the param's data to a shared 1-element
+      // buffer (empty_buffer), which a module state_dict saves as shape [1] (4.8).
+      if (fast_sharding_ && modules_.leaf[m]) {
+        params_.fast_sharded[p] = 1;
+      }
     }
   }
 }

@@ -87,6 +87,7 @@ class Coordinator {
   // The engine sets prefetch_bucket_size to 1 when stage3_allgather_sequential is on (non-MiCS
   // stage 3, engine._configure_zero_optimizer; semantics 8).
   int64_t prefetch_bucket_size_;
+  bool fast_sharding_;  ///< stage3_module_granularity_threshold > 0: leaves release fast (4.8)
   ParamState& params_;
   ModuleState& modules_;
   Emitter& emitter_;

@@ -3,6 +3,7 @@
 #include "sim/process.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -47,6 +48,7 @@ Process::Process(const model::Scenario& scenario, const Options& options, int32_
   params_.multi_dim.resize(np);
   params_.compute_layout.assign(np, 0);
   params_.swapped_in.assign(np, 0);
+  params_.fast_sharded.assign(np, 0);
   params_.canonical.resize(np);
   for (size_t i = 0; i < np; ++i) {
     const model::ParamSpec& spec = scenario.params[i];
@@ -166,10 +168,10 @@ void Process::run_schedule() {
       }
       break;
     case model::ScheduleItem::Kind::SaveCheckpoint:
-      save_checkpoint();
+      save_checkpoint(item.tag);
       break;
     case model::ScheduleItem::Kind::LoadCheckpoint:
-      load_checkpoint();
+      load_checkpoint(item.tag);
       break;
     case model::ScheduleItem::Kind::Restart:
       emitter_.context.phase = Phase::None;
@@ -210,6 +212,7 @@ void Process::build_engine(bool fresh_model) {
       params_.inflight_group[p] = -1;
       params_.compute_layout[p] = 0;
       params_.swapped_in[p] = 0;
+      params_.fast_sharded[p] = 0;
     }
     for (size_t i = 0; i < scenario_.params.size(); ++i) {
       const auto p = static_cast<ParamIndex>(i);
@@ -228,8 +231,9 @@ void Process::build_engine(bool fresh_model) {
     // outside the coordinator (no event); frozen params keep their status. Seen on real
     // DeepSpeed (tools/recorder corpus, save_load-load_immediate_save).
     for (ParamIndex p : params_.by_id) {
-      if (!params_.frozen[p] && params_.status[p] == Status::Available) {
+      if (!params_.frozen[p]) {
         params_.status[p] = Status::NotAvailable;
+        params_.fast_sharded[p] = 0;  // all_gather, then partition(): shape [0]
       }
     }
   }
@@ -330,7 +334,7 @@ void Process::optimizer_step() {
   ++emitter_.context.step;
 }
 
-void Process::save_checkpoint() {
+void Process::save_checkpoint(const std::string& tag) {
   emitter_.context.phase = Phase::Checkpoint;
   emitter_.emit(EventKind::CheckpointSave);
   coordinator_->release_and_reset_all();  // checkpoint_event_prologue
@@ -339,11 +343,60 @@ void Process::save_checkpoint() {
       coordinator_->gather_sync(p, EventKind::PersistentGather);
     }
   }
+  // The module state_dict holds each param's data as it is: a released param's is empty, but a
+  // leaf param released by fast sharding still holds its 1-element buffer.
+  std::vector<ParamIndex> one_element;
+  for (ParamIndex p : params_.by_id) {
+    if (params_.fast_sharded[p]) {
+      one_element.push_back(p);
+    }
+  }
+  fast_sharded_saves_.emplace_back(tag, std::move(one_element));
 }
 
-void Process::load_checkpoint() {
+std::string Process::data_shape(ParamIndex p) const {
+  if (params_.status[p] == Status::Available) {
+    return fmt::format("torch.Size([{}])", fmt::join(scenario_.params[p].shape, ", "));
+  }
+  return params_.fast_sharded[p] ? "torch.Size([1])" : "torch.Size([0])";
+}
+
+void Process::load_checkpoint(const std::string& tag) {
   emitter_.context.phase = Phase::Checkpoint;
   emitter_.emit(EventKind::CheckpointLoad);
+  // load_module_state_dict: torch's load_state_dict compares each saved tensor's shape with the
+  // param's data now; fast sharding's [1] against a partitioned param's [0] is a size mismatch
+  // (seen on real DeepSpeed, scenarios/validation/v36_granularity_lora_resume).
+  for (auto it = fast_sharded_saves_.rbegin(); it != fast_sharded_saves_.rend(); ++it) {
+    if (it->first != tag) {
+      continue;
+    }
+    std::vector<std::string> errors;
+    for (size_t i = 0; i < scenario_.params.size(); ++i) {  // state_dict order, aliases too
+      const ParamIndex p = params_.canonical[i];
+      const std::string now = data_shape(p);
+      if (std::find(it->second.begin(), it->second.end(), p) != it->second.end() &&
+          now != "torch.Size([1])") {
+        errors.push_back(
+            fmt::format("size mismatch for {}: copying a param with shape "
+                        "torch.Size([1]) from checkpoint, the shape in current "
+                        "model is {}.",
+                        scenario_.params[i].qualified_name, now));
+      }
+    }
+    if (!errors.empty()) {
+      const std::string& cls = scenario_.modules[0].class_name;
+      raise(OutcomeKind::Error,
+            fmt::format("Error(s) in loading state_dict for {}:\n\t{}",
+                        cls.empty() ? "Module" : cls, fmt::join(errors, "\n\t")),
+            "The checkpoint was saved while z3 leaf params released by fast sharding "
+            "(stage3_module_granularity_threshold > 0) held its 1-element buffer, and the module "
+            "state_dict saved that buffer: the params of this engine are partitioned (shape [0]). "
+            "Save with stage3_module_granularity_threshold 0, or gather the leaf params before "
+            "saving (4.8).");
+    }
+    break;
+  }
   // Prologue partitions all; the optimizer's load_state_dict partitions persistent params
   // again (a no-op now); the epilogue gathers them: resident after a load (1.5).
   coordinator_->release_and_reset_all();

@@ -59,8 +59,10 @@ class Process {
   void train_micro_step();
   void eval_pass();
   void optimizer_step();
-  void save_checkpoint();
-  void load_checkpoint();
+  void save_checkpoint(const std::string& tag);
+  void load_checkpoint(const std::string& tag);
+  /// The shape `p`'s data has now, as torch prints it: full, [1] (fast sharding) or [0].
+  [[nodiscard]] std::string data_shape(ParamIndex p) const;
 
   bool call_module(ModuleIndex m, bool input_rg);
   bool call_hookless(ModuleIndex m, bool input_rg);
@@ -116,6 +118,8 @@ class Process {
   bool overflow_ = false;  ///< the current optimizer step overflows (fp16): skipped
   std::vector<Node> nodes_;
   std::vector<Region> regions_;
+  /// Per saved checkpoint tag, the params saved with fast sharding's 1-element data (4.8).
+  std::vector<std::pair<std::string, std::vector<ParamIndex>>> fast_sharded_saves_;
   std::vector<std::vector<ParamIndex>> returned_;  ///< per module: params returned this call
   int64_t invalidations_before_ = 0;
   std::vector<std::string> warnings_;

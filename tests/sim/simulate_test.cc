@@ -726,6 +726,23 @@ TEST_SUITE("sim") {
     CHECK(after_invalidation);
     CHECK(releases >= 2);
   }
+
+  TEST_CASE("4.8 a checkpoint saved with fast-sharded leaf params does not load into a new model") {
+    // The threshold makes the root the leaf, so fast sharding releases every non-persistent
+    // param to a 1-element buffer, which the module state_dict saves; the new model's params
+    // are partitioned ([0]).
+    const Run run = simulate_file("scenarios/validation/v36_granularity_lora_resume.yaml");
+    CHECK(run.outcome.kind == OutcomeKind::Error);
+    REQUIRE(run.outcome.failure.has_value());
+    CHECK(run.outcome.failure->engine == 1);
+    CHECK(run.outcome.failure->message ==
+          "Error(s) in loading state_dict for LoraModel:\n\tsize mismatch for l0.base.weight: "
+          "copying a param with shape torch.Size([1]) from checkpoint, the shape in current model "
+          "is torch.Size([0]).\n\tsize mismatch for l1.base.weight: copying a param with shape "
+          "torch.Size([1]) from checkpoint, the shape in current model is torch.Size([0]).\n\tsize "
+          "mismatch for head.weight: copying a param with shape torch.Size([1]) from checkpoint, "
+          "the shape in current model is torch.Size([0]).");
+  }
 }
 
 }  // namespace
