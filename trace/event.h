@@ -34,8 +34,8 @@ enum class EventKind : uint8_t {
   Fetch,            ///< fetch_sub_module for `module` at `trace_step`
   Gather,    ///< a coordinator gather of `param` started (NA -> IF); numel/bytes of the full param
   Prefetch,  ///< like Gather, but chosen by prefetch
-  Wait,      ///< `param` waited on (IF -> AV)
-  QueuePop,  ///< `param` popped from the fetch queue; trace_step = the entry's step
+  Wait,      ///< `param` waited on (IF -> AV) by a fetch or partition-all (not a registry clean)
+  QueuePop,  ///< `param` popped from the fetch queue (check or prefetch); trace_step = its step
   Release,   ///< `param` partitioned (AV -> NA) by a module release
   RecomputeAttach,   ///< frozen `param` attributed to `module` (the active-backward owner, 2.8)
   Access,            ///< a getter read of `param` in `module`'s forward (status = its residency)
