@@ -26,7 +26,8 @@ constexpr std::array kOutcomes = {"pass"sv,
                                   "hang"sv,
                                   "not-available"sv,
                                   "error"sv};
-constexpr std::array kExpectPhases = {"fwd"sv, "bwd"sv, "recompute"sv, "eval"sv};
+constexpr std::array kExpectPhases = {"fwd"sv,  "bwd"sv,       "recompute"sv,
+                                      "eval"sv, "optimizer"sv, "checkpoint"sv};
 constexpr std::array kExpectationKeys = {"outcome"sv,    "phase"sv,  "module"sv,       "step"sv,
                                          "micro_step"sv, "engine"sv, "invalidations"sv};
 

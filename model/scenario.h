@@ -114,7 +114,7 @@ struct ScheduleItem {
 /// Expected outcome of one run under one discovery policy (`expect:` block).
 struct Expectation {
   std::string outcome;                ///< pass, trace-invalidated, fetch-queue-mismatch, ...
-  std::optional<std::string> phase;   ///< fwd, bwd, recompute, eval
+  std::optional<std::string> phase;   ///< fwd, bwd, recompute, eval, optimizer, checkpoint
   std::optional<std::string> module;  ///< qualified module name ("" is the root)
   std::optional<int64_t> step;        ///< trace step of the failure
   std::optional<int64_t> micro_step;  ///< micro-step (0-based within the engine's training)

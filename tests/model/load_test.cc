@@ -160,6 +160,26 @@ expect:
        "input:8:28: note: did you mean 'pass'?\n");
   }
 
+  TEST_CASE("load: an expectation may name the optimizer and checkpoint phases") {
+    CHECK(errors_of(R"(name: x
+model: {name: m, params: {w: [2]}}
+schedule: [train: 1, save_checkpoint: a, load_checkpoint: a]
+expect:
+  resident-skip: {outcome: error, phase: checkpoint}
+  residency-independent: {outcome: error, phase: optimizer}
+)") == "");
+    CHECK(errors_of(R"(name: x
+model: {name: m}
+schedule: [train: 1]
+expect:
+  resident-skip: {outcome: error, phase: checkpointing}
+)") == "input:5:42: error: unknown phase 'checkpointing'; valid values are: fwd, bwd, recompute, "
+       "eval, optimizer, checkpoint\n"
+       "  resident-skip: {outcome: error, phase: checkpointing}\n"
+       "                                         ^~~~~~~~~~~~~\n"
+       "input:5:42: note: did you mean 'checkpoint'?\n");
+  }
+
   TEST_CASE("load: empty schedule and negative sizes") {
     CHECK(errors_of(
               "name: x\nmodel: {name: m, params: {w: [2, -1], v: {numel: -3}}}\nschedule: []\n") ==
