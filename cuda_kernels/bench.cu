@@ -6,6 +6,7 @@
 
 #include "cuda_kernels/bench.h"
 #include "cuda_kernels/buffers.h"
+#include "cuda_kernels/calibration.h"
 #include "cuda_kernels/check.h"
 #include "cuda_kernels/gather_kernel.cuh"
 #include "cuda_kernels/partition.h"
@@ -90,7 +91,7 @@ Timing time_on(std::span<LocalRank> ranks, int samples, F&& enqueue) {
   t.samples = samples;
   t.min_ns = v.front();
   t.max_ns = v.back();
-  t.median_ns = samples % 2 == 1 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  t.median_ns = median(v);
   for (std::size_t r = 0; r < ranks.size(); ++r) {
     ZFETCH_CUDA_CHECK(cudaSetDevice(ranks[r].device));
     ZFETCH_CUDA_CHECK(cudaEventDestroy(start[r]));

@@ -1,7 +1,18 @@
 // Least-squares fit of alpha and bandwidth (see calibration.h).
 #include "cuda_kernels/calibration.h"
 
+#include <algorithm>
+
 namespace zfetch::gpu {
+
+double median(std::vector<double> v) {
+  if (v.empty()) {
+    return 0;
+  }
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
 
 double allgather_bus_factor(int world) {
   return world <= 1 ? 0.0 : static_cast<double>(world - 1) / static_cast<double>(world);

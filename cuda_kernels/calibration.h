@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace zfetch::gpu {
 
@@ -23,6 +24,9 @@ struct LinearFit {
 /// 1 for algbw and (W-1)/W for an all-gather's or reduce-scatter's busbw (NVIDIA/nccl-tests
 /// doc/PERFORMANCE.md); with factor 0 (one rank) only alpha is fitted.
 [[nodiscard]] LinearFit fit_alpha_bandwidth(std::span<const TimedPoint> points, double factor);
+
+/// The median of `v` (the mean of the middle two for an even count); 0 when empty.
+[[nodiscard]] double median(std::vector<double> v);
 
 /// nccl-tests' bus-bandwidth factor for all-gather and reduce-scatter over `world` ranks:
 /// (W-1)/W (doc/PERFORMANCE.md), 0 for one rank.

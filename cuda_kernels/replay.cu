@@ -49,15 +49,6 @@ void fill(std::byte* p, std::uint64_t bytes, std::uint64_t seed, cudaStream_t s)
   }
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) {
-    return 0;
-  }
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 enum Chain : int { kCompute = 0, kComm = 1, kH2d = 2 };
 using Ref = ReplayDeps::Ref;
 

@@ -50,15 +50,6 @@ void write_text(const std::string& path, const std::string& text) {
   }
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) {
-    return 0;
-  }
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // The replica of the timeline with the simulator's own calibration must give its step times.
 bool check_replica(const ReplaySchedule& s) {
   const std::vector<PredictedStep> p = predict_steps(s, s.calibration);

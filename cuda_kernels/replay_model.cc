@@ -18,10 +18,14 @@ std::int64_t round_div(Int128 num, Int128 den) {
   return static_cast<std::int64_t>((num + den / 2) / den);
 }
 
-nlohmann::json parse_json(std::string_view text, const char* what) {
+// A JSON object whose `format` is `format` and whose `version` is 1; `what` names it in errors.
+nlohmann::json parse_versioned(std::string_view text, const char* what, const char* format) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) {
     throw std::runtime_error(std::string(what) + ": not a JSON object");
+  }
+  if (j.value("format", "") != format || j.value("version", 0) != 1) {
+    throw std::runtime_error(std::string(what) + ": format must be " + format + ", version 1");
   }
   return j;
 }
@@ -60,10 +64,7 @@ std::int64_t replay_collective_ns(std::int64_t alpha_ns, std::int64_t busbw, std
 }
 
 ReplaySchedule parse_replay_schedule(std::string_view text) {
-  const nlohmann::json j = parse_json(text, "replay schedule");
-  if (j.value("format", "") != "zfetch-replay-schedule" || j.value("version", 0) != 1) {
-    throw std::runtime_error("replay schedule: format must be zfetch-replay-schedule, version 1");
-  }
+  const nlohmann::json j = parse_versioned(text, "replay schedule", "zfetch-replay-schedule");
   ReplaySchedule s;
   s.scenario = j.value("scenario", "");
   s.world_size = std::max<std::int64_t>(1, j.at("world_size").get<std::int64_t>());
@@ -131,10 +132,7 @@ ReplaySchedule parse_replay_schedule(std::string_view text) {
 }
 
 ReplayCalibration parse_replay_calibration(std::string_view text) {
-  const nlohmann::json j = parse_json(text, "calibration");
-  if (j.value("format", "") != "zfetch-calibration" || j.value("version", 0) != 1) {
-    throw std::runtime_error("calibration: format must be zfetch-calibration, version 1");
-  }
+  const nlohmann::json j = parse_versioned(text, "calibration", "zfetch-calibration");
   ReplayCalibration c;
   c.machine = j.value("machine", "");
   const nlohmann::json& ag = j.at("allgather");

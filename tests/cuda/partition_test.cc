@@ -143,6 +143,12 @@ TEST_SUITE("cuda") {
     CHECK(choose_chunk_bytes(1ULL << 40, 8448) == 65536);
   }
 
+  TEST_CASE("median: the middle value, or the mean of the middle two; 0 when empty") {
+    CHECK(median({}) == 0.0);
+    CHECK(median({5.0, 1.0, 3.0}) == 3.0);
+    CHECK(median({4.0, 1.0, 3.0, 2.0}) == 2.5);
+  }
+
   TEST_CASE("fit: recovers alpha and bandwidth of an exact line") {
     // time = 5000 ns + bytes / 400 GB/s; busbw factor (W-1)/W = 1/2 for W=2 -> busbw 200.
     std::vector<TimedPoint> pts;
