@@ -1,6 +1,7 @@
-// A replay schedule (written by `zfetch run --replay-schedule`, sim/replay_schedule.h) and its
-// predicted step times: the simulator's stream rules (sim/timeline.cc, docs/timeline.md) applied
-// to the schedule's operations with a given calibration. Host-only (no CUDA), unit-tested.
+// A replay schedule (written by `zfetch run --replay-schedule`, sim/export/replay_schedule.h) and
+// its predicted step times: the simulator's stream rules (sim/timeline/timeline.cc,
+// docs/timeline.md) applied to the schedule's operations with a given calibration. Host-only (no
+// CUDA), unit-tested.
 #pragma once
 
 #include <cstdint>
@@ -10,8 +11,8 @@
 
 namespace zfetch::gpu {
 
-/// The constants the timeline's cost model takes from a calibration (sim/calibration.h), as
-/// integers: collectives `alpha + (W-1)/W * bytes / busbw`, h2d `alpha + bytes / bandwidth`.
+/// The constants the timeline's cost model takes from a calibration (sim/timeline/calibration.h),
+/// as integers: collectives `alpha + (W-1)/W * bytes / busbw`, h2d `alpha + bytes / bandwidth`.
 struct ReplayCalibration {
   std::string machine;
   std::int64_t allgather_alpha_ns = 0;
@@ -60,12 +61,13 @@ struct ReplaySchedule {
 ReplaySchedule parse_replay_schedule(std::string_view text);
 
 /// Reads the calibration constants from a `zfetch-calibration` file's text, as
-/// sim/calibration.cc does: allgather/reduce_scatter alpha_ns and busbw_GBps (reduce_scatter
-/// defaults to allgather), h2d.bandwidth_GBps and h2d.alpha_ns (0 when absent); GB/s rounded to
-/// bytes/s, alpha to the nearest ns. Throws on bad input.
+/// sim/timeline/calibration.cc does: allgather/reduce_scatter alpha_ns and busbw_GBps
+/// (reduce_scatter defaults to allgather), h2d.bandwidth_GBps and h2d.alpha_ns (0 when absent);
+/// GB/s rounded to bytes/s, alpha to the nearest ns. Throws on bad input.
 ReplayCalibration parse_replay_calibration(std::string_view text);
 
-/// `collective_ns`, `transfer_ns` and `h2d_copy_ns` of sim/cost_model.cc (same integer arithmetic).
+/// `collective_ns`, `transfer_ns` and `h2d_copy_ns` of sim/timeline/cost_model.cc (same integer
+/// arithmetic).
 std::int64_t replay_collective_ns(std::int64_t alpha_ns, std::int64_t busbw, std::int64_t bytes,
                                   std::int64_t world_size);
 std::int64_t replay_transfer_ns(std::int64_t bytes, std::int64_t bytes_per_s);

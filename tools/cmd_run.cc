@@ -5,12 +5,12 @@
 #include <memory>
 #include <string>
 
-#include "sim/calibration.h"
-#include "sim/chrome_trace.h"
-#include "sim/cost_model.h"
-#include "sim/replay_schedule.h"
+#include "sim/export/chrome_trace.h"
+#include "sim/export/replay_schedule.h"
 #include "sim/simulator.h"
-#include "sim/timeline.h"
+#include "sim/timeline/calibration.h"
+#include "sim/timeline/cost_model.h"
+#include "sim/timeline/timeline.h"
 #include "tools/commands.h"
 #include "tools/diagnostic_render.h"
 #include "tools/outcome_report.h"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "model/config_override.h"
-#include "sim/sweep.h"
+#include "sim/explore/sweep.h"
 #include "tools/commands.h"
 #include "tools/scenario_input.h"
 

@@ -1,5 +1,5 @@
 // Reading calibration JSON: values, defaults, built-ins and line:col diagnostics.
-#include "sim/calibration.h"
+#include "sim/timeline/calibration.h"
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
 // The Chrome trace is well-formed Trace Event Format, with exact timestamps and paired flows.
-#include "sim/chrome_trace.h"
+#include "sim/export/chrome_trace.h"
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
 // Closed forms of the analytical cost model, compared exactly in integer ns.
-#include "sim/cost_model.h"
+#include "sim/timeline/cost_model.h"
 
 #include <doctest/doctest.h>
 

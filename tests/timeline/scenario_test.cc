@@ -6,11 +6,11 @@
 #include <vector>
 
 #include "model/load.h"
-#include "sim/chrome_trace.h"
-#include "sim/cost_model.h"
+#include "sim/explore/sweep.h"
+#include "sim/export/chrome_trace.h"
 #include "sim/simulator.h"
-#include "sim/sweep.h"
-#include "sim/timeline.h"
+#include "sim/timeline/cost_model.h"
+#include "sim/timeline/timeline.h"
 #include "tests/timeline/timeline_test_util.h"
 
 namespace zfetch::sim {

@@ -5,10 +5,10 @@
 #include <string_view>
 
 #include "model/load.h"
-#include "sim/calibration.h"
-#include "sim/cost_model.h"
 #include "sim/simulator.h"
-#include "sim/timeline.h"
+#include "sim/timeline/calibration.h"
+#include "sim/timeline/cost_model.h"
+#include "sim/timeline/timeline.h"
 #include "tests/timeline/timeline_test_util.h"
 
 namespace zfetch::sim {

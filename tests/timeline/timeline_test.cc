@@ -1,11 +1,11 @@
 // Hand-computed stream schedules: given these events, expect these times (exact ns).
-#include "sim/timeline.h"
+#include "sim/timeline/timeline.h"
 
 #include <doctest/doctest.h>
 
 #include <initializer_list>
 
-#include "sim/cost_model.h"
+#include "sim/timeline/cost_model.h"
 #include "tests/timeline/timeline_test_util.h"
 
 namespace zfetch::sim {

@@ -1,5 +1,5 @@
 // The analytical cost model: nccl-tests bus bandwidth for collectives, flops for compute.
-#include "sim/cost_model.h"
+#include "sim/timeline/cost_model.h"
 
 #include "model/leaves.h"
 

@@ -1,5 +1,5 @@
 // Reading calibration JSON into integer cost-model constants, with line:col diagnostics.
-#include "sim/calibration.h"
+#include "sim/timeline/calibration.h"
 
 #include <fmt/format.h>
 
@@ -16,13 +16,13 @@ namespace {
 
 using nlohmann::json;
 
-// The files of scenarios/calibration/, embedded at build time (timeline_sources.cmake):
+// The files of scenarios/calibration/, embedded at build time (sim/timeline/CMakeLists.txt):
 // `constexpr EmbeddedCalibration kEmbeddedCalibrations[]`, sorted by name, possibly empty.
 struct EmbeddedCalibration {
   std::string_view name;
   std::string_view text;
 };
-#include "sim/calibration_defaults.inc"
+#include "sim/timeline/calibration_defaults.inc"
 
 // Used for a default name when the build found no file of that name. These are published
 // figures, not measurements: PCIe Gen5 x16 pinned host copies (~55 GB/s), NCCL all-gather on

@@ -1,5 +1,5 @@
 // Parameter sweeps and bisection over config values (see sweep.h).
-#include "sim/sweep.h"
+#include "sim/explore/sweep.h"
 
 #include <fmt/format.h>
 
@@ -9,9 +9,9 @@
 #include <thread>
 
 #include "model/config_override.h"
-#include "sim/cost_model.h"
-#include "sim/timeline.h"
-#include "sim/timeline_json.h"
+#include "sim/timeline/cost_model.h"
+#include "sim/timeline/timeline.h"
+#include "sim/timeline/timeline_json.h"
 #include "trace/sink.h"
 
 namespace zfetch::sim {

@@ -1,5 +1,5 @@
 // Chrome trace event JSON writer for the timeline's recording (see chrome_trace.h).
-#include "sim/chrome_trace.h"
+#include "sim/export/chrome_trace.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <iterator>
 #include <vector>
 
-#include "sim/timeline_json.h"
+#include "sim/timeline/timeline_json.h"
 
 namespace zfetch::sim {
 

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "model/scenario.h"
-#include "sim/timeline.h"
+#include "sim/timeline/timeline.h"
 
 namespace zfetch::sim {
 

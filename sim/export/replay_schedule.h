@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "model/scenario.h"
-#include "sim/calibration.h"
-#include "sim/timeline.h"
+#include "sim/timeline/calibration.h"
+#include "sim/timeline/timeline.h"
 #include "trace/sink.h"
 
 namespace zfetch::sim {

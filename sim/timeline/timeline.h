@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "model/scenario.h"
-#include "sim/cost_model.h"
+#include "sim/timeline/cost_model.h"
 #include "trace/event.h"
 #include "trace/sink.h"
 

@@ -1,5 +1,5 @@
 // The replay schedule written by `zfetch run --replay-schedule` (see replay_schedule.h).
-#include "sim/replay_schedule.h"
+#include "sim/export/replay_schedule.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>

@@ -1,5 +1,5 @@
 // The stream model behind simulated time; see timeline.h and docs/timeline.md.
-#include "sim/timeline.h"
+#include "sim/timeline/timeline.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include <array>
 
 #include "model/leaves.h"
-#include "sim/timeline_json.h"
+#include "sim/timeline/timeline_json.h"
 
 namespace zfetch::sim {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "model/scenario.h"
-#include "sim/calibration.h"
 #include "sim/simulator.h"
+#include "sim/timeline/calibration.h"
 
 namespace zfetch::sim {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "model/scenario.h"
-#include "sim/calibration.h"
+#include "sim/timeline/calibration.h"
 #include "trace/event.h"
 
 namespace zfetch::sim {
