@@ -1,5 +1,7 @@
-// One simulated training process (one rank): engines, hooks, forward programs, autograd order,
-// checkpoint replay, the parameter getter and the schedule (semantics sections 1, 2, 5, 6).
+// One simulated training process (one rank): the schedule and its engines (process.cc), the
+// module hooks and forward programs (process_forward.cc), the parameter getter
+// (process_getter.cc) and the backward with checkpoint replay (process_backward.cc); semantics
+// sections 1, 2, 5, 6.
 #pragma once
 
 #include <cstdint>
@@ -8,12 +10,15 @@
 #include <vector>
 
 #include "model/scenario.h"
+#include "sim/autograd_graph.h"
 #include "sim/collectives.h"
 #include "sim/coordinator.h"
 #include "sim/emitter.h"
 #include "sim/history.h"
+#include "sim/saved_state_dicts.h"
 #include "sim/simulator.h"
 #include "sim/state.h"
+#include "sim/zenflow_layout.h"
 
 namespace zfetch::sim {
 
@@ -36,24 +41,6 @@ class Process {
   RankResult run();
 
  private:
-  // A node of the autograd graph built by a training forward (2.5, 2.6).
-  struct Node {
-    enum class Kind : uint8_t { PostBackward, Compute, PreBackward, Checkpoint };
-    Kind kind;
-    ModuleIndex module;
-    int32_t region;  ///< Checkpoint: the region; Compute: its non-reentrant region, or -1
-  };
-  // A checkpointed region of one forward (2.7).
-  struct Region {
-    const std::vector<model::Op>* body;
-    ModuleIndex module;  ///< the module whose forward runs the region
-    bool reentrant;
-    int32_t compute_nodes;  ///< non-reentrant: saved-tensor nodes created by the original forward
-    bool replayed;
-    bool input_rg;  ///< whether the region's input requires grad (the replay's is the same)
-    int32_t enclosing = -1;  ///< reentrant: the non-reentrant region it was created in, or -1
-  };
-
   void run_schedule();
   void build_engine(bool fresh_model);
   void train_micro_step();
@@ -61,8 +48,7 @@ class Process {
   void optimizer_step();
   void save_checkpoint(const std::string& tag);
   void load_checkpoint(const std::string& tag);
-  /// The shape `p`'s data has now, as torch prints it: full, [1] (fast sharding) or [0].
-  [[nodiscard]] std::string data_shape(ParamIndex p) const;
+  void gather_persistent();
 
   bool call_module(ModuleIndex m, bool input_rg);
   bool call_hookless(ModuleIndex m, bool input_rg);
@@ -76,8 +62,6 @@ class Process {
   void replay(int32_t region);
   void register_external(ModuleIndex m, ParamIndex p, Status status_at_access);
   void handle_returns(ModuleIndex m);
-  void zenflow_pre(ModuleIndex m);
-  void zenflow_post(ModuleIndex m);
   void zenflow_transpose(ModuleIndex m, bool to_compute);
   void check_compute_layout(ModuleIndex m);
   bool condition_holds(const model::Condition& when) const;
@@ -110,16 +94,11 @@ class Process {
   bool in_forward_ = false;  ///< _in_forward (2.12)
   bool grad_enabled_ = false;
   bool in_graph_task_ = false;
-  bool record_nodes_ = true;  ///< false during a non-reentrant replay (its nodes are discarded)
-  bool stopping_ = false;     ///< non-reentrant early stop unwinding (2.7)
-  int32_t replay_compute_left_ = 0;
-  int32_t current_region_ = -1;
   bool eval_ = false;
   bool overflow_ = false;  ///< the current optimizer step overflows (fp16): skipped
-  std::vector<Node> nodes_;
-  std::vector<Region> regions_;
-  /// Per saved checkpoint tag, the params saved with fast sharding's 1-element data (4.8).
-  std::vector<std::pair<std::string, std::vector<ParamIndex>>> fast_sharded_saves_;
+  AutogradGraph graph_;
+  ZenflowLayout zenflow_;
+  SavedStateDicts saved_state_dicts_;
   std::vector<std::vector<ParamIndex>> returned_;  ///< per module: params returned this call
   int64_t invalidations_before_ = 0;
   std::vector<std::string> warnings_;

@@ -24,7 +24,7 @@ The model is built from the scenario's module tree with one generic nn.Module cl
 `class:` name, so leaf_module classes match): params registered with their shapes, dtypes and
 requires_grad = not frozen, tied params as one Parameter object, children in file order.  Its forward
 runs the scenario's `forward` program; the tensor computation keeps every trainable param in the
-autograd graph in the order the simulator assumes (docs/backward-order.md, sim/process.cc):
+autograd graph in the order the simulator assumes (docs/backward-order.md, sim/autograd_graph.h):
 
 * a hooked module first does its "own compute" with its own params (recursive for a z3 leaf):
   ``h = h * (1 + sum_p mean(p))`` -- one op that saves tensors (the simulator's Compute node);
@@ -63,7 +63,7 @@ _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 # ----------------------------------------------------------------------------------------------
-# run state that `when` conditions read (the simulator's: sim/process.cc condition_holds)
+# run state that `when` conditions read (the simulator's: sim/process_forward.cc condition_holds)
 
 
 class Ctx:

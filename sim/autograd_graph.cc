@@ -1,0 +1,81 @@
+// The autograd graph of one training forward: its nodes, checkpoint regions and the early stop
+// of a non-reentrant replay.
+#include "sim/autograd_graph.h"
+
+namespace zfetch::sim {
+
+void AutogradGraph::reserve(size_t modules) {
+  nodes_.reserve(4 * modules + 16);
+  regions_.reserve(16);
+}
+
+void AutogradGraph::clear() {
+  nodes_.clear();
+  regions_.clear();
+}
+
+void AutogradGraph::add_post_backward(ModuleIndex m) {
+  if (recording_) {
+    nodes_.push_back({Node::Kind::PostBackward, m, -1});
+  }
+}
+
+void AutogradGraph::add_pre_backward(ModuleIndex m) {
+  if (recording_) {
+    nodes_.push_back({Node::Kind::PreBackward, m, -1});
+  }
+}
+
+void AutogradGraph::count_saved_tensor() {
+  if (current_region_ >= 0) {
+    ++regions_[static_cast<size_t>(current_region_)].compute_nodes;
+  }
+}
+
+void AutogradGraph::count_regenerated() {
+  if (replay_compute_left_ > 0 && --replay_compute_left_ == 0) {
+    stopping_ = true;  // every saved tensor is regenerated: torch stops the replay here
+  }
+}
+
+void AutogradGraph::add_compute(ModuleIndex m) {
+  if (!recording_) {
+    count_regenerated();
+    return;
+  }
+  nodes_.push_back({Node::Kind::Compute, m, current_region_});
+  count_saved_tensor();
+}
+
+void AutogradGraph::add_reentrant_region(const std::vector<model::Op>* body, ModuleIndex m) {
+  if (!recording_) {
+    count_regenerated();
+    return;
+  }
+  regions_.push_back({body, m, true, 0, false, true, current_region_});
+  nodes_.push_back({Node::Kind::Checkpoint, m, static_cast<int32_t>(regions_.size() - 1)});
+  count_saved_tensor();
+}
+
+int32_t AutogradGraph::open_region(const std::vector<model::Op>* body, ModuleIndex m,
+                                   bool input_rg) {
+  const int32_t enclosing = current_region_;
+  if (recording_) {
+    regions_.push_back({body, m, false, 0, false, input_rg, -1});
+    current_region_ = static_cast<int32_t>(regions_.size() - 1);
+  }
+  return enclosing;
+}
+
+void AutogradGraph::begin_discarded_replay(int32_t region) {
+  recording_ = false;
+  replay_compute_left_ = regions_[static_cast<size_t>(region)].compute_nodes;
+}
+
+void AutogradGraph::end_discarded_replay() {
+  recording_ = true;
+  stopping_ = false;
+  replay_compute_left_ = 0;
+}
+
+}  // namespace zfetch::sim

@@ -1,0 +1,82 @@
+// The autograd graph one training forward builds, as far as it decides when backward hooks fire
+// and when checkpoint regions are recomputed (docs/backward-order.md; semantics 2.5-2.7).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/scenario.h"
+#include "sim/state.h"
+
+namespace zfetch::sim {
+
+class AutogradGraph {
+ public:
+  /// A node of the graph (docs/backward-order.md, section 1).
+  struct Node {
+    enum class Kind : uint8_t { PostBackward, Compute, PreBackward, Checkpoint };
+    Kind kind;
+    ModuleIndex module;
+    int32_t region;  ///< Checkpoint: the region; Compute: its non-reentrant region, or -1
+  };
+  /// A checkpointed region of one forward (2.7).
+  struct Region {
+    const std::vector<model::Op>* body;
+    ModuleIndex module;  ///< the module whose forward runs the region
+    bool reentrant;
+    int32_t compute_nodes;  ///< non-reentrant: saved-tensor nodes created by the original forward
+    bool replayed;
+    bool input_rg;  ///< whether the region's input requires grad (the replay's is the same)
+    int32_t enclosing = -1;  ///< reentrant: the non-reentrant region it was created in, or -1
+  };
+
+  /// Capacity for a model of `modules` modules, so that steady-state forwards never allocate.
+  void reserve(size_t modules);
+  /// Forgets the previous forward's graph.
+  void clear();
+
+  /// False while a non-reentrant replay runs: torch discards the nodes it creates.
+  [[nodiscard]] bool recording() const { return recording_; }
+  /// True once a non-reentrant replay has regenerated every saved tensor: the rest of the region
+  /// is skipped, and every module still executing returns without its post-forward hooks.
+  [[nodiscard]] bool stopping() const { return stopping_; }
+
+  /// The post-backward installer's node of `m` (its input requires grad).
+  void add_post_backward(ModuleIndex m);
+  /// One pre-backward node of `m` (one differentiable output, or one returned trainable param).
+  void add_pre_backward(ModuleIndex m);
+  /// An op that saves tensors (a module's own computation); during a discarded replay it counts
+  /// one saved tensor regenerated instead.
+  void add_compute(ModuleIndex m);
+  /// A reentrant region's CheckpointFunction node, after its no_grad forward; it saves the
+  /// region's inputs, so inside a non-reentrant region it is a saved tensor of that region too.
+  void add_reentrant_region(const std::vector<model::Op>* body, ModuleIndex m);
+
+  /// Opens a non-reentrant region run by `m` (only while recording); returns the region it is
+  /// nested in, for close_region.
+  int32_t open_region(const std::vector<model::Op>* body, ModuleIndex m, bool input_rg);
+  void close_region(int32_t enclosing) { current_region_ = enclosing; }
+
+  /// Starts the discarded replay of non-reentrant `region`: stops after its saved tensors.
+  void begin_discarded_replay(int32_t region);
+  void end_discarded_replay();
+
+  [[nodiscard]] size_t size() const { return nodes_.size(); }
+  [[nodiscard]] const Node& node(size_t i) const { return nodes_[i]; }
+  /// Drops the nodes from `begin` on (a reentrant replay's nested graph, once it has run).
+  void truncate(size_t begin) { nodes_.resize(begin); }
+  [[nodiscard]] Region& region(int32_t r) { return regions_[static_cast<size_t>(r)]; }
+
+ private:
+  void count_saved_tensor();
+  void count_regenerated();
+
+  std::vector<Node> nodes_;
+  std::vector<Region> regions_;
+  bool recording_ = true;
+  bool stopping_ = false;
+  int32_t replay_compute_left_ = 0;  ///< saved tensors the discarded replay still regenerates
+  int32_t current_region_ = -1;      ///< the innermost open non-reentrant region, or -1
+};
+
+}  // namespace zfetch::sim

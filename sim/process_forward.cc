@@ -1,0 +1,216 @@
+// The forward of one process: module hooks (pre- and post-forward, the backward installers)
+// and the forward programs of the scenario, and ZenFlow's layout at each hook (semantics 2.3,
+// 2.4, 2.7, 6).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/process.h"
+
+namespace zfetch::sim {
+
+using model::Op;
+using trace::EventKind;
+
+bool Process::condition_holds(const model::Condition& when) const {
+  auto in = [](const std::vector<int64_t>& values, int64_t v) {
+    return values.empty() || std::find(values.begin(), values.end(), v) != values.end();
+  };
+  if (when.phase == model::Condition::Phase::Train && eval_) {
+    return false;
+  }
+  if (when.phase == model::Condition::Phase::Eval && !eval_) {
+    return false;
+  }
+  return in(when.steps, emitter_.context.step) && in(when.micro_steps, micro_in_step_) &&
+         in(when.ranks, emitter_.context.rank) && in(when.engines, emitter_.context.engine);
+}
+
+ModuleIndex Process::stack_top() const {
+  return fwd_stack_.empty() ? kForeign : fwd_stack_.back();
+}
+
+bool Process::call_module(ModuleIndex m, bool input_rg) {
+  if (!modules_.hooked[m]) {
+    return call_hookless(m, input_rg);
+  }
+  const bool is_root = m == 0;
+  if (is_root) {
+    // Engine prologue, then _start_of_forward_hook (2.3, 10.17).
+    in_forward_ = true;
+    micro_in_step_ = engine_micro_steps_ % scenario_.config.gradient_accumulation_steps;
+    coordinator_->reset_step();
+    ++emitter_.stats.passes;
+  }
+  // pre-forward (2.4)
+  emitter_.emit(EventKind::ModulePre, m, model::kNone, coordinator_->step_id());
+  fwd_stack_.push_back(m);
+  coordinator_->prologue_and_record(m);
+  coordinator_->fetch(m, true, in_graph_task_);
+  zenflow_transpose(m, true);
+  // post-backward installer: counter reset, one PostBackward node per input needing grad.
+  // setup_context counts the input even when the node is discarded (a non-reentrant replay),
+  // so the original graph's PostBackward node still brings the counter to 0 (seen on DeepSpeed).
+  modules_.grads_remaining[m] = input_rg ? 1 : 0;
+  if (grad_enabled_ && input_rg) {
+    graph_.add_post_backward(m);
+  }
+  returned_[m].clear();
+  bool rg = own_compute(m, input_rg);
+  if (!graph_.stopping()) {
+    rg = scenario_.modules[m].has_forward ? run_body(m, scenario_.modules[m].forward, rg)
+                                          : run_default_forward(m, rg);
+  }
+  if (is_root) {
+    in_forward_ = false;  // engine epilogue runs before the root's post-forward (10.17)
+  }
+  if (graph_.stopping()) {
+    return rg;  // unwinding an early-stopped replay: no post-forward hooks (2.7)
+  }
+  // post-forward (2.4)
+  fwd_stack_.pop_back();
+  handle_returns(m);
+  zenflow_transpose(m, false);
+  emitter_.emit(EventKind::ModulePost, m, model::kNone, coordinator_->step_id());
+  coordinator_->release(m, true);
+  // pre-backward installer: one PreBackward node per differentiable output, and one per
+  // trainable param the forward returns (DeepSpeed wraps every tensor of the output that
+  // requires grad, a returned Parameter too; seen on real DeepSpeed, ext_param_return).
+  if (grad_enabled_) {
+    if (rg) {
+      for (int64_t k = 0; k < scenario_.modules[m].outputs; ++k) {
+        graph_.add_pre_backward(m);
+      }
+    }
+    for (ParamIndex p : returned_[m]) {
+      if (!params_.frozen[p]) {
+        graph_.add_pre_backward(m);
+      }
+    }
+  }
+  return rg;
+}
+
+bool Process::call_hookless(ModuleIndex m, bool input_rg) {
+  // [I] semantics 9.2 and 5.7 (a): a module with no hooks (below a z3 leaf) reads its own params
+  // through its own parameter dict, so the getter sees them with `m` as the owner; under the
+  // fix, "own module" is read narrowly (owner == stack top), so they register on the leaf.
+  bool rg = input_rg;
+  for (ParamIndex p : scenario_.modules[m].params) {
+    model::Op read;
+    read.kind = Op::Kind::Access;
+    read.param = p;
+    read.access = model::AccessKind::Data;
+    rg = access(m, read, rg);
+  }
+  if (scenario_.modules[m].has_forward) {
+    return run_body(m, scenario_.modules[m].forward, rg);
+  }
+  for (ModuleIndex child : scenario_.modules[m].children) {
+    rg = call_hookless(child, rg);
+  }
+  return rg;
+}
+
+bool Process::own_compute(ModuleIndex m, bool rg) {
+  if (modules_.own_params[m].empty()) {
+    return rg;
+  }
+  check_compute_layout(m);
+  emitter_.emit(EventKind::Compute, m);
+  bool uses_trainable = false;
+  for (ParamIndex p : modules_.own_params[m]) {
+    uses_trainable = uses_trainable || !params_.frozen[p];
+  }
+  // An op records a graph node, and saves tensors, only when an input requires grad: a frozen
+  // module fed without grad leaves nothing for a checkpoint region to regenerate (PyTorch; seen
+  // on real DeepSpeed, ac_lifecycle-no_grad_checkpoint_input_direct_backward).
+  if (grad_enabled_ && (rg || uses_trainable)) {
+    graph_.add_compute(m);
+    return true;
+  }
+  return false;
+}
+
+bool Process::run_default_forward(ModuleIndex m, bool rg) {
+  for (ModuleIndex child : scenario_.modules[m].children) {
+    rg = call_module(child, rg) || rg;
+    if (graph_.stopping()) {
+      break;
+    }
+  }
+  return rg;
+}
+
+bool Process::run_body(ModuleIndex m, const std::vector<Op>& ops, bool rg) {
+  for (const Op& op : ops) {
+    if (graph_.stopping()) {
+      return rg;
+    }
+    if (!condition_holds(op.when)) {
+      continue;
+    }
+    switch (op.kind) {
+    case Op::Kind::Call:
+      rg = call_module(op.callee, rg) || rg;
+      break;
+    case Op::Kind::Access:
+      rg = access(m, op, rg);
+      break;
+    case Op::Kind::Return:
+      returned_[m].push_back(params_.canonical[op.param]);
+      rg = rg || (grad_enabled_ && !params_.frozen[op.param]);
+      break;
+    case Op::Kind::Repeat:
+      for (int64_t k = 0; k < op.count && !graph_.stopping(); ++k) {
+        rg = run_body(m, op.body, rg);
+      }
+      break;
+    case Op::Kind::Checkpoint:
+      if (!grad_enabled_) {
+        rg = run_body(m, op.body, rg);
+      } else if (op.reentrant) {
+        // [I] semantics 2.7 (reentrant): the region runs under no_grad; one CheckpointFunction
+        // node stands for it, and only if an input requires grad.
+        grad_enabled_ = false;
+        run_body(m, op.body, rg);
+        grad_enabled_ = true;
+        // CheckpointFunction saves its inputs once its no_grad forward returns; inside a
+        // non-reentrant region those saved tensors are the region's too, so the node's backward
+        // first recomputes that region, whose replay stops once they are regenerated (seen on
+        // real DeepSpeed, scenarios/validation/v09_nested_checkpoints).
+        if (rg) {
+          graph_.add_reentrant_region(&op.body, m);
+        }
+      } else {
+        const int32_t enclosing = graph_.open_region(&op.body, m, rg);
+        rg = run_body(m, op.body, rg);
+        graph_.close_region(enclosing);
+      }
+      break;
+    }
+  }
+  return rg;
+}
+
+void Process::zenflow_transpose(ModuleIndex m, bool to_compute) {
+  if (scenario_.zenflow) {
+    zenflow_.transpose(m, coordinator_->param_list(m), to_compute);
+  }
+}
+
+void Process::check_compute_layout(ModuleIndex m) {
+  const std::optional<ParamIndex> p = zenflow_.param_in_storage_layout(m);
+  if (p) {
+    raise(OutcomeKind::Error,
+          fmt::format("ZenFlow layout defect: module '{}' computes with {} in storage "
+                      "(transposed) layout",
+                      scenario_.modules[m].qualified_name, scenario_.params[*p].qualified_name),
+          "Two consumers of the parameter were active at once and each pre-forward hook "
+          "transposed it, so the inner module sees the storage layout. PR #8875's hooks "
+          "transpose only for the sole consumer: run with --discovery residency-independent.",
+          m, coordinator_->step_id() - 1);  // the module's own step: its fetch came first
+  }
+}
+
+}  // namespace zfetch::sim

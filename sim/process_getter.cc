@@ -1,0 +1,90 @@
+// The parameter getter of one process: ZeROOrderedDict.__getitem__'s discovery of external
+// params and dangling returned params (semantics 5.2, 5.3, 5.6, 5.7).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/process.h"
+
+namespace zfetch::sim {
+
+using model::Op;
+using trace::EventKind;
+
+bool Process::access(ModuleIndex context, const Op& op, bool rg) {
+  const ParamIndex p = params_.canonical[op.param];
+  const ModuleIndex owner = scenario_.params[op.param].owner;
+  const Status status = params_.status[p];
+  const ModuleIndex top = stack_top();
+  emitter_.emit(EventKind::Access, top == kForeign ? model::kNone : top, p, -1, -1, status);
+  // Discovery happens only in an eager forward through the engine (2.12, 10.18).
+  const bool eager = in_forward_ && top != kForeign;
+  bool registered = false;
+  if (status == Status::NotAvailable) {
+    if (eager) {
+      register_external(top, p, status);
+      registered = true;
+      coordinator_->gather_sync(p, EventKind::GetterGather);
+    }
+  } else if (options_.discovery == Discovery::ResidencyIndependent && eager && owner != top) {
+    // [PR] semantics 5.7: registered whatever the residency; gathered only when NA (above).
+    register_external(top, p, status);
+    registered = true;
+  }
+  if (eager && coordinator_->mode() == TraceMode::Record) {
+    history_.add(RecordedAccess{top, p, status, registered, emitter_.context});
+  }
+  if (op.access == model::AccessKind::Data) {
+    if (params_.status[p] != Status::Available) {
+      raise(
+          OutcomeKind::NotAvailable,
+          fmt::format("module '{}' computed with {} while it was {} (shape [0])",
+                      scenario_.modules[context].qualified_name, scenario_.params[p].qualified_name,
+                      params_.status[p] == Status::Inflight ? "INFLIGHT" : "NOT_AVAILABLE"),
+          "A data access outside an engine forward (for example in a checkpoint replay, where "
+          "_in_forward is off) is never gathered by the getter; the parameter must be fetched "
+          "by the module, e.g. registered as its external parameter.",
+          context);
+    }
+    return rg || (grad_enabled_ && !params_.frozen[p]);
+  }
+  return rg;
+}
+
+void Process::register_external(ModuleIndex m, ParamIndex p, Status status_at_access) {
+  std::vector<ParamIndex>& ext = modules_.externals[m];
+  if (std::find(ext.begin(), ext.end(), p) != ext.end()) {
+    return;  // keyed by id(param): idempotent
+  }
+  ext.push_back(p);
+  emitter_.emit(EventKind::RegisterExternal, m, p, -1, -1, status_at_access);
+  history_.add(Registration{m, p, emitter_.context, status_at_access,
+                            coordinator_->mode() == TraceMode::Complete});
+}
+
+void Process::handle_returns(ModuleIndex m) {
+  // Dangling returned params (5.3): hand them to the new stack top unless a module on the
+  // stack already has them as externals.
+  for (ParamIndex p : returned_[m]) {
+    bool known = false;
+    for (ModuleIndex s : fwd_stack_) {
+      if (s != kForeign) {
+        const auto& ext = modules_.externals[s];
+        known = known || std::find(ext.begin(), ext.end(), p) != ext.end();
+      }
+    }
+    const ModuleIndex top = stack_top();
+    if (known || top == kForeign) {
+      continue;
+    }
+    params_.is_external[p] = 1;
+    register_external(top, p, params_.status[p]);
+    auto& mine = modules_.externals[m];
+    mine.erase(std::remove(mine.begin(), mine.end(), p), mine.end());
+    if (params_.status[p] == Status::NotAvailable) {
+      coordinator_->gather_sync(p, EventKind::GetterGather);
+    }
+  }
+}
+
+}  // namespace zfetch::sim

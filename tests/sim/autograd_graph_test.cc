@@ -1,0 +1,59 @@
+// The autograd graph's recording rules: region bookkeeping and a discarded replay's early stop.
+#include "sim/autograd_graph.h"
+
+#include <doctest/doctest.h>
+
+#include <vector>
+
+namespace zfetch::sim {
+namespace {
+
+using Kind = AutogradGraph::Node::Kind;
+
+TEST_SUITE("sim") {
+  TEST_CASE("autograd_graph: a non-reentrant region counts its saved tensors") {
+    AutogradGraph graph;
+    graph.reserve(4);
+    const std::vector<model::Op> body;
+    graph.add_post_backward(0);
+    const int32_t outer = graph.open_region(&body, 0, true);
+    CHECK(outer == -1);
+    graph.add_compute(1);
+    graph.add_reentrant_region(&body, 1);  // its saved inputs belong to the open region too
+    graph.add_pre_backward(1);
+    graph.close_region(outer);
+    graph.add_compute(2);  // outside the region
+    REQUIRE(graph.size() == 5);
+    CHECK(graph.node(1).kind == Kind::Compute);
+    CHECK(graph.node(1).region == 0);
+    CHECK(graph.node(2).kind == Kind::Checkpoint);
+    CHECK(graph.node(2).region == 1);
+    CHECK(graph.region(1).enclosing == 0);
+    CHECK(graph.node(4).region == -1);
+    CHECK(graph.region(0).compute_nodes == 2);
+  }
+
+  TEST_CASE("autograd_graph: a discarded replay records nothing and stops after its tensors") {
+    AutogradGraph graph;
+    const std::vector<model::Op> body;
+    const int32_t outer = graph.open_region(&body, 0, true);
+    graph.add_compute(1);
+    graph.add_compute(2);
+    graph.close_region(outer);
+    const size_t before = graph.size();
+    graph.begin_discarded_replay(0);
+    CHECK_FALSE(graph.recording());
+    graph.add_pre_backward(1);
+    graph.add_compute(1);
+    CHECK_FALSE(graph.stopping());
+    graph.add_compute(2);  // the second, last saved tensor: torch stops the replay
+    CHECK(graph.stopping());
+    CHECK(graph.size() == before);
+    graph.end_discarded_replay();
+    CHECK(graph.recording());
+    CHECK_FALSE(graph.stopping());
+  }
+}
+
+}  // namespace
+}  // namespace zfetch::sim
