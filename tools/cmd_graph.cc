@@ -1,143 +1,99 @@
-// zfetch graph SCENARIO: the module tree as Graphviz DOT, one box per module with its own
-// parameters; child edges solid, tied-parameter edges dashed (render with `dot -Tsvg`).
-#include <fmt/format.h>
-
-#include <boost/graph/adjacency_list.hpp>
+// zfetch graph SCENARIO: the module tree as Graphviz DOT (render with `dot -Tsvg`); see
+// tools/graph_dot.h for what it draws.
 #include <cstdio>
-#include <iterator>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "model/leaves.h"
-#include "model/persistence.h"
-#include "model/scenario.h"
+#include "model/spellcheck.h"
+#include "sim/simulator.h"
 #include "tools/commands.h"
+#include "tools/graph_dot.h"
 #include "tools/scenario_input.h"
+#include "trace/sink.h"
 
 namespace zfetch::tools {
 
 namespace {
 
-struct GraphOptions {
+struct GraphCliOptions {
   std::string scenario;
+  std::string focus;
+  int depth = -1;
+  bool no_fold = false;
+  bool show_failure = false;
+  std::string discovery = "resident-skip";
 };
 
-// A DOT double-quoted string body: only '"' and '\' need escaping. Newlines never occur in
-// names; `\l` line breaks are added by the caller, outside this function.
-std::string dot_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-    }
-    out.push_back(c == '\n' ? ' ' : c);
+int run(const GraphCliOptions& cli) {
+  const std::optional<sim::Discovery> discovery = sim::parse_discovery(cli.discovery);
+  if (!discovery) {
+    std::fprintf(stderr,
+                 "command line: error: unknown discovery policy '%s'; valid values are: "
+                 "resident-skip, residency-independent\n",
+                 cli.discovery.c_str());
+    return kExitBadInput;
   }
-  return out;
-}
-
-std::string_view dtype_name(model::DType dtype) {
-  switch (dtype) {
-  case model::DType::Fp32:
-    return "fp32";
-  case model::DType::Bf16:
-    return "bf16";
-  case model::DType::Fp16:
-    return "fp16";
+  const std::optional<model::Scenario> scenario = load_or_report(cli.scenario);
+  if (!scenario) {
+    return kExitBadInput;
   }
-  return "?";
-}
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  return fmt::format("[{}]", fmt::join(shape, ", "));
-}
-
-// The qualified name people know a module by; the root's is the model's name.
-std::string_view display_name(const model::ModuleSpec& module) {
-  return module.qualified_name.empty() ? std::string_view(module.name)
-                                       : std::string_view(module.qualified_name);
-}
-
-// One label line per own parameter, left-justified (`\l`), e.g.
-// `weight [2, 8] numel=16 fp32 frozen=false persistent=true`.
-void append_param_lines(const model::Scenario& scenario, const model::ModuleSpec& module,
-                        const std::vector<bool>& persistent, fmt::memory_buffer& out) {
-  auto it = std::back_inserter(out);
-  for (model::ParamIndex index : module.params) {
-    const model::ParamSpec& param = scenario.params[index];
-    fmt::format_to(it, "{} {} numel={} {} frozen={} persistent={}", dot_escape(param.name),
-                   shape_text(param.shape), param.numel, dtype_name(param.dtype), param.frozen,
-                   static_cast<bool>(persistent[index]));
-    if (param.tied_to != model::kNone) {
-      fmt::format_to(it, " tied_to={}", dot_escape(scenario.params[param.tied_to].qualified_name));
-    }
-    fmt::format_to(it, "\\l");
-  }
-}
-
-std::string render_dot(const model::Scenario& scenario) {
-  const std::vector<bool> persistent = model::select_persistent(scenario, scenario.config.zero);
-  const std::vector<uint8_t> leaves = model::z3_leaf_modules(scenario);
-  fmt::memory_buffer out;
-  auto it = std::back_inserter(out);
-  fmt::format_to(it, "digraph \"{}\" {{\n", dot_escape(scenario.name));
-  fmt::format_to(it, "  rankdir=TB;\n  node [shape=box, fontname=\"monospace\", fontsize=10];\n");
-  fmt::format_to(it, "  edge [fontname=\"monospace\", fontsize=9];\n");
-  // Vertices are vecS indices in file order (== Scenario::modules), so the output is stable.
-  for (auto [v, v_end] = boost::vertices(scenario.graph); v != v_end; ++v) {
-    const model::ModuleSpec& module = scenario.modules[*v];
-    fmt::format_to(it, "  m{} [label=\"{}", *v, dot_escape(display_name(module)));
-    if (!module.class_name.empty()) {
-      fmt::format_to(it, "\\n({})", dot_escape(module.class_name));
-    }
-    if (leaves[*v] != 0) {
-      fmt::format_to(it, "\\n[z3 leaf]");
-    }
-    if (!module.params.empty()) {
-      fmt::format_to(it, "\\n");
-    }
-    append_param_lines(scenario, module, persistent, out);
-    fmt::format_to(it, "\"];\n");
-  }
-  for (auto [v, v_end] = boost::vertices(scenario.graph); v != v_end; ++v) {
-    for (auto [e, e_end] = boost::out_edges(*v, scenario.graph); e != e_end; ++e) {
-      const model::ModuleEdge& edge = scenario.graph[*e];
-      const auto target = boost::target(*e, scenario.graph);
-      if (edge.kind == model::EdgeKind::Child) {
-        fmt::format_to(it, "  m{} -> m{};\n", *v, target);
-      } else {
-        // Both arms are string_views: a `std::string : ""` conditional would build a temporary.
-        const std::string_view param =
-            edge.param < scenario.params.size()
-                ? std::string_view(scenario.params[edge.param].qualified_name)
-                : std::string_view();
-        fmt::format_to(it, "  m{} -> m{} [style=dashed, label=\"{}\"];\n", *v, target,
-                       dot_escape(param));
+  GraphDotOptions options;
+  options.depth = cli.depth;
+  options.fold = !cli.no_fold;
+  if (!cli.focus.empty()) {
+    std::vector<std::string_view> names;
+    for (model::ModuleIndex m = 0; m < scenario->modules.size(); ++m) {
+      const std::string& name = scenario->modules[m].qualified_name;
+      if (name == cli.focus) {
+        options.focus = m;
       }
+      names.push_back(name);
+    }
+    if (options.focus == model::kNone) {
+      std::fprintf(stderr, "command line: error: unknown module '%s' for --focus",
+                   cli.focus.c_str());
+      if (const auto guess = model::closest_word(cli.focus, names)) {
+        std::fprintf(stderr, ", did you mean '%s'?", guess->c_str());
+      }
+      std::fprintf(stderr, "\n");
+      return kExitBadInput;
     }
   }
-  fmt::format_to(it, "}}\n");
-  return fmt::to_string(out);
+  if (cli.show_failure) {
+    sim::Options sim_options;
+    sim_options.discovery = *discovery;
+    trace::NullSink null;
+    const sim::Outcome outcome = sim::simulate(*scenario, sim_options, null);
+    if (outcome.failure && outcome.failure->module != model::kNone) {
+      options.failure_module = outcome.failure->module;
+      options.failure_text = outcome.failure->message + "\n" + outcome.failure->explanation;
+    }
+  }
+  const std::string dot = render_graph_dot(*scenario, options);
+  std::fwrite(dot.data(), 1, dot.size(), stdout);
+  return std::fflush(stdout) == 0 ? kExitOk : kExitBadInput;
 }
 
 }  // namespace
 
 void setup_graph(CLI::App& sub, std::function<int()>& action) {
-  auto options = std::make_shared<GraphOptions>();
+  auto options = std::make_shared<GraphCliOptions>();
   sub.add_option("scenario", options->scenario, "scenario file (.yaml, .yml, .json)")->required();
-  sub.callback([&action, options] {
-    action = [options] {
-      const std::optional<model::Scenario> scenario = load_or_report(options->scenario);
-      if (!scenario) {
-        return kExitBadInput;
-      }
-      const std::string dot = render_dot(*scenario);
-      std::fwrite(dot.data(), 1, dot.size(), stdout);
-      return std::fflush(stdout) == 0 ? kExitOk : kExitBadInput;
-    };
-  });
+  sub.add_option("--focus", options->focus,
+                 "MODULE: only its subtree, its ancestors and what its accesses connect it to");
+  sub.add_option("--depth", options->depth,
+                 "N: levels of children below the root (or the --focus module)")
+      ->check(CLI::NonNegativeNumber);
+  sub.add_flag("--no-fold", options->no_fold,
+               "draw every copy of repeated identical subtrees (layers.0 .. layers.31)");
+  sub.add_flag("--show-failure", options->show_failure,
+               "simulate under --discovery and draw the access that caused the failure in red");
+  sub.add_option("--discovery", options->discovery,
+                 "policy for --show-failure: resident-skip or residency-independent")
+      ->capture_default_str();
+  sub.callback([&action, options] { action = [options] { return run(*options); }; });
 }
 
 }  // namespace zfetch::tools
