@@ -8,7 +8,7 @@
 namespace zfetch::gpu {
 
 /// How one param of `numel` elements is split over `world` ranks
-/// (DeepSpeed `Init._partition_param`; zero3-semantics.md 1.3).
+/// (DeepSpeed `Init._partition_param`; docs/semantics.md 1.3).
 struct ParamPartition {
   std::uint64_t numel = 0;       ///< N, real elements
   std::uint64_t padding = 0;     ///< (W - N mod W) mod W
@@ -21,7 +21,7 @@ struct ParamPartition {
 /// Real (non-padding) elements rank `rank` holds: clamp(N - r*P, 0, P).
 [[nodiscard]] std::uint64_t real_numel(const ParamPartition& p, std::uint32_t rank);
 
-/// A coalesced bucket (zero3-semantics.md 1.4, 4.6): params sorted by id; each rank's flat
+/// A coalesced bucket (docs/semantics.md 1.4, 4.6): params sorted by id; each rank's flat
 /// all-gather input is the concatenation of its partitions of every param, in that order.
 struct BucketLayout {
   std::uint32_t world = 1;

@@ -1,4 +1,4 @@
-// The seed scenario (issue #8874) against the per-step tables of zero3-semantics.md 7.6.
+// The seed scenario (issue #8874) against the per-step tables of docs/semantics.md 7.6.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 

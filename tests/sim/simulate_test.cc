@@ -1,5 +1,5 @@
 // Small in-memory scenarios through sim::simulate: "given this scenario, expect these events".
-// Each TEST_CASE names the point of zero3-semantics.md section 10 it covers.
+// Each TEST_CASE names the point of docs/semantics.md section 10 it covers.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 

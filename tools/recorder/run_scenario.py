@@ -17,7 +17,7 @@ writes into DIR, per scenario KEY and policy P:
                              comparison (module counter and Init.param_id before the scenario), the ids
                              per engine, every rank's outcome, seconds, skip reason
 
-Ids are process-global (zero3-semantics 1.7, 2.2): a scenario that is not the first of the process gets
+Ids are process-global (docs/semantics.md 1.7, 2.2): a scenario that is not the first of the process gets
 ids offset by what ran before; compare_real.py subtracts the recorded bases.
 
 The model is built from the scenario's module tree with one generic nn.Module class (a subclass per

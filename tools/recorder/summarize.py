@@ -1,4 +1,4 @@
-"""Print a zfetch trace (JSON Lines) as per-step tables in the style of zero3-semantics.md 7.6.
+"""Print a zfetch trace (JSON Lines) as per-step tables in the style of docs/semantics.md 7.6.
 
     python3 tools/recorder/summarize.py TRACE.jsonl [--engine E] [--micro-step M] [--raw]
 

@@ -11,7 +11,7 @@ edited) and emits one event per observed state change, in the key order of zfetc
 It also implements the two discovery policies of the external-parameter getter:
 
 * ``resident-skip``          DeepSpeed as it is (only NOT_AVAILABLE params are discovered);
-* ``residency-independent``  fix #8875 as zero3-semantics.md 5.7 states it: an eager-forward access to
+* ``residency-independent``  fix #8875 as docs/semantics.md 5.7 states it: an eager-forward access to
   a ZeRO param whose owner is not the module on top of FWD_MODULE_STACK registers it as an external of
   that module whatever its status; the getter still gathers only when the param is NOT_AVAILABLE.
 
