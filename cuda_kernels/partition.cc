@@ -5,14 +5,16 @@
 #include <cassert>
 #include <cstring>
 
+#include "model/partition.h"
+
 namespace zfetch::gpu {
 
 ParamPartition partition_param(std::uint64_t numel, std::uint32_t world) {
   assert(world >= 1);
   ParamPartition p;
   p.numel = numel;
-  p.padding = (world - numel % world) % world;
-  p.part_numel = (numel + p.padding) / world;
+  p.padding = model::partition_padding<std::uint64_t>(numel, world);
+  p.part_numel = model::partition_numel<std::uint64_t>(numel, world);
   return p;
 }
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "model/leaves.h"
+#include "model/partition.h"
 #include "model/persistence.h"
 
 namespace zfetch::sim {
@@ -36,8 +37,7 @@ ParamState initial_param_state(const model::Scenario& scenario) {
     const auto p = static_cast<ParamIndex>(i);
     params.canonical[p] = model::canonical(scenario, p);
     params.numel[p] = spec.numel;
-    // Partition arithmetic with padding to the world size (1.3).
-    params.partition_numel[p] = (spec.numel + (world - spec.numel % world) % world) / world;
+    params.partition_numel[p] = model::partition_numel<int64_t>(spec.numel, world);
     params.bytes[p] = spec.numel * model::dtype_bytes(spec.dtype);
     params.frozen[p] = spec.frozen ? 1 : 0;
     params.multi_dim[p] = spec.shape.size() != 1 ? 1 : 0;

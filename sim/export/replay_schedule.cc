@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/partition.h"
 #include "trace/event.h"
 
 namespace zfetch::sim {
@@ -171,7 +172,7 @@ std::string replay_schedule_json(const Recording& recording, const TimelineSumma
         last_gather[p] = static_cast<int64_t>(ops.size());
         const model::ParamSpec& spec = scenario.params[p];
         const int64_t elem = model::dtype_bytes(spec.dtype);
-        shard += (spec.numel + world - 1) / world * elem;
+        shard += model::partition_numel<int64_t>(spec.numel, world) * elem;
         full += spec.numel * elem;
       }
       const int64_t op = static_cast<int64_t>(ops.size());

@@ -7,6 +7,7 @@
 #include <array>
 
 #include "model/leaves.h"
+#include "model/partition.h"
 #include "sim/timeline/timeline_json.h"
 
 namespace zfetch::sim {
@@ -82,8 +83,7 @@ Timeline::Timeline(const model::Scenario& scenario, const CostModel& cost, trace
     const model::ParamSpec& spec = scenario.params[p];
     const int64_t elem = model::dtype_bytes(spec.dtype);
     full_bytes_[p] = spec.numel * elem;
-    // ZeRO-3 pads every param to a multiple of the world size: ceil(numel / W) per rank.
-    shard_bytes_[p] = (spec.numel + world_size_ - 1) / world_size_ * elem;
+    shard_bytes_[p] = model::partition_numel<int64_t>(spec.numel, world_size_) * elem;
   }
   // Gradients reduced after a module's backward: its trainable own params (the whole subtree
   // for a z3 leaf), each Parameter object once (a tied entry shares its target's gradient).
@@ -322,7 +322,7 @@ void Timeline::on_event(const trace::Event& event) {
         g.params.push_back(p);
       }
     } else if (event.numel > 0) {
-      shard = (event.numel + world_size_ - 1) / world_size_ * (full / event.numel);
+      shard = model::partition_numel<int64_t>(event.numel, world_size_) * (full / event.numel);
     }
     g.shard_bytes += shard;
     g.full_bytes += full;
