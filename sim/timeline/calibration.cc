@@ -24,36 +24,6 @@ struct EmbeddedCalibration {
 };
 #include "sim/timeline/calibration_defaults.inc"
 
-// Used for a default name when the build found no file of that name. These are published
-// figures, not measurements: PCIe Gen5 x16 pinned host copies (~55 GB/s), NCCL all-gather on
-// 8x H100 SXM over NVLink4/NVSwitch (~360 GB/s bus bandwidth, ~20 us small-message latency),
-// and on 2x H200 over NV18 (~250 GB/s through PyTorch at 1 GiB, ../shared/device.md).
-constexpr EmbeddedCalibration kFallbackCalibrations[] = {
-    {"h100x8-nvlink", R"zf({"format": "zfetch-calibration", "version": 1,
-  "machine": "8x H100 SXM, NVLink4 (published figures)",
-  "source": "zfetch built-in placeholder, not measured",
-  "world_size": 8,
-  "allgather": {"alpha_ns": 20000, "busbw_GBps": 360},
-  "reduce_scatter": {"alpha_ns": 20000, "busbw_GBps": 360},
-  "d2d_copy_GBps": 1500,
-  "h2d": {"bandwidth_GBps": 55}})zf"},
-    {"h200x2", R"zf({"format": "zfetch-calibration", "version": 1,
-  "machine": "2x H200 SXM, NVLink4 (published figures)",
-  "source": "zfetch built-in placeholder, not measured",
-  "world_size": 2,
-  "allgather": {"alpha_ns": 20000, "busbw_GBps": 250},
-  "reduce_scatter": {"alpha_ns": 20000, "busbw_GBps": 250},
-  "d2d_copy_GBps": 2000,
-  "h2d": {"bandwidth_GBps": 55}})zf"},
-    {"h200x1", R"zf({"format": "zfetch-calibration", "version": 1,
-  "machine": "1x H200 SXM (published figures)",
-  "source": "zfetch built-in placeholder, not measured",
-  "world_size": 1,
-  "allgather": {"alpha_ns": 0, "busbw_GBps": 0},
-  "d2d_copy_GBps": 2000,
-  "h2d": {"bandwidth_GBps": 55}})zf"},
-};
-
 // 1-based line and column of byte `offset` of `text`.
 model::SourceLoc loc_at(std::string_view text, size_t offset) {
   offset = std::min(offset, text.size());
@@ -206,11 +176,6 @@ std::optional<std::string_view> embedded_text(std::string_view name) {
       return c.text;
     }
   }
-  for (const EmbeddedCalibration& c : kFallbackCalibrations) {
-    if (c.name == name) {
-      return c.text;
-    }
-  }
   return std::nullopt;
 }
 
@@ -310,12 +275,6 @@ std::vector<std::string_view> builtin_calibration_names() {
       names.push_back(c.name);
     }
   }
-  for (const EmbeddedCalibration& c : kFallbackCalibrations) {
-    if (std::find(names.begin(), names.end(), c.name) == names.end()) {
-      names.push_back(c.name);
-    }
-  }
-  std::sort(names.begin(), names.end());
   return names;
 }
 
