@@ -33,6 +33,11 @@ void AutogradGraph::count_saved_tensor() {
 }
 
 void AutogradGraph::count_regenerated() {
+  // Only the replayed frame's own saved tensors count: inside a region opened by the replay,
+  // ops save to that region's new frame (torch.utils.checkpoint, _checkpoint_hook).
+  if (replay_depth_ > 0) {
+    return;
+  }
   if (replay_compute_left_ > 0 && --replay_compute_left_ == 0) {
     stopping_ = true;  // every saved tensor is regenerated: torch stops the replay here
   }
@@ -60,11 +65,25 @@ void AutogradGraph::add_reentrant_region(const std::vector<model::Op>* body, Mod
 int32_t AutogradGraph::open_region(const std::vector<model::Op>* body, ModuleIndex m,
                                    bool input_rg) {
   const int32_t enclosing = current_region_;
-  if (recording_) {
-    regions_.push_back({body, m, false, 0, false, input_rg, -1});
-    current_region_ = static_cast<int32_t>(regions_.size() - 1);
+  // torch's non-reentrant checkpoint first saves its inputs (_NoopSaveInputs), under the saved-
+  // tensor hooks of the region it runs in: one saved tensor of the enclosing region.
+  if (!recording_) {
+    count_regenerated();
+    ++replay_depth_;
+    return enclosing;
   }
+  count_saved_tensor();
+  regions_.push_back({body, m, false, 0, false, input_rg, enclosing});
+  current_region_ = static_cast<int32_t>(regions_.size() - 1);
   return enclosing;
+}
+
+void AutogradGraph::close_region(int32_t enclosing) {
+  if (!recording_) {
+    --replay_depth_;
+    return;
+  }
+  current_region_ = enclosing;
 }
 
 void AutogradGraph::begin_discarded_replay(int32_t region) {

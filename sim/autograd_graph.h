@@ -27,7 +27,10 @@ class AutogradGraph {
     int32_t compute_nodes;  ///< non-reentrant: saved-tensor nodes created by the original forward
     bool replayed;
     bool input_rg;  ///< whether the region's input requires grad (the replay's is the same)
-    int32_t enclosing = -1;  ///< reentrant: the non-reentrant region it was created in, or -1
+    /// The non-reentrant region open when this one was created, or -1: this region's inputs are
+    /// saved tensors of that one (CheckpointFunction's, or _NoopSaveInputs' for a nested
+    /// non-reentrant region), so unpacking them recomputes that region first.
+    int32_t enclosing = -1;
   };
 
   /// Capacity for a model of `modules` modules, so that steady-state forwards never allocate.
@@ -52,10 +55,11 @@ class AutogradGraph {
   /// region's inputs, so inside a non-reentrant region it is a saved tensor of that region too.
   void add_reentrant_region(const std::vector<model::Op>* body, ModuleIndex m);
 
-  /// Opens a non-reentrant region run by `m` (only while recording); returns the region it is
-  /// nested in, for close_region.
+  /// Opens a non-reentrant region run by `m`; its saved input is a saved tensor of the region it
+  /// is nested in. Returns that region, for close_region. During a discarded replay it opens a
+  /// region of a frame torch discards: nothing inside it counts for the replay.
   int32_t open_region(const std::vector<model::Op>* body, ModuleIndex m, bool input_rg);
-  void close_region(int32_t enclosing) { current_region_ = enclosing; }
+  void close_region(int32_t enclosing);
 
   /// Starts the discarded replay of non-reentrant `region`: stops after its saved tensors.
   void begin_discarded_replay(int32_t region);
@@ -77,6 +81,7 @@ class AutogradGraph {
   bool stopping_ = false;
   int32_t replay_compute_left_ = 0;  ///< saved tensors the discarded replay still regenerates
   int32_t current_region_ = -1;      ///< the innermost open non-reentrant region, or -1
+  int32_t replay_depth_ = 0;         ///< non-reentrant regions opened inside the discarded replay
 };
 
 }  // namespace zfetch::sim

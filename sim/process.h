@@ -59,6 +59,7 @@ class Process {
   void run_backward(size_t begin);
   void pre_backward(ModuleIndex m);
   void post_backward(ModuleIndex m);
+  void unpack_region(int32_t region);
   void replay(int32_t region);
   void register_external(ModuleIndex m, ParamIndex p, Status status_at_access);
   void handle_returns(ModuleIndex m);

@@ -24,17 +24,12 @@ void Process::run_backward(size_t begin) {
       break;
     case AutogradGraph::Node::Kind::Compute:
       if (node.region >= 0 && !graph_.region(node.region).replayed) {
-        replay(node.region);  // the first unpack of a saved tensor of the region
+        unpack_region(node.region);  // the first unpack of a saved tensor of the region
       }
       break;
-    case AutogradGraph::Node::Kind::Checkpoint: {
-      const int32_t enclosing = graph_.region(node.region).enclosing;
-      if (enclosing >= 0 && !graph_.region(enclosing).replayed) {
-        replay(enclosing);  // unpacking the CheckpointFunction's saved inputs
-      }
-      replay(node.region);
+    case AutogradGraph::Node::Kind::Checkpoint:
+      unpack_region(node.region);  // CheckpointFunction.backward
       break;
-    }
     }
   }
 }
@@ -56,6 +51,17 @@ void Process::post_backward(ModuleIndex m) {
   emitter_.emit(EventKind::BackwardPost, m, model::kNone, backward_coordinator_->step_id());
   zenflow_transpose(m, false);
   backward_coordinator_->release(m, false);
+}
+
+void Process::unpack_region(int32_t region) {
+  // A region's inputs are saved tensors of the region it was created in: unpacking them (the
+  // recompute's first step) recomputes that one first, if it was not yet, and so on outwards, so
+  // the outermost region not yet recomputed runs first (docs/backward-order.md, section 4).
+  const int32_t enclosing = graph_.region(region).enclosing;
+  if (enclosing >= 0 && !graph_.region(enclosing).replayed) {
+    unpack_region(enclosing);
+  }
+  replay(region);
 }
 
 void Process::replay(int32_t region_index) {

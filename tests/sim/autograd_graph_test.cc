@@ -53,6 +53,49 @@ TEST_SUITE("sim") {
     CHECK(graph.recording());
     CHECK_FALSE(graph.stopping());
   }
+
+  TEST_CASE("autograd_graph: a nested region's input is a saved tensor of the enclosing one") {
+    AutogradGraph graph;
+    const std::vector<model::Op> body;
+    const int32_t top = graph.open_region(&body, 0, true);  // region 0
+    graph.add_compute(1);
+    const int32_t outer = graph.open_region(&body, 1, true);  // region 1: saves its input in 0
+    CHECK(outer == 0);
+    graph.add_compute(2);
+    graph.close_region(outer);
+    graph.close_region(top);
+    CHECK(graph.region(1).enclosing == 0);
+    CHECK(graph.region(0).compute_nodes == 2);
+    CHECK(graph.region(1).compute_nodes == 1);
+
+    // Recomputing region 0: its compute, then the inner region's input saving is its last saved
+    // tensor; nothing inside the inner (new, discarded) frame counts.
+    graph.begin_discarded_replay(0);
+    graph.add_compute(1);
+    CHECK_FALSE(graph.stopping());
+    const int32_t inner = graph.open_region(&body, 1, true);
+    CHECK(graph.stopping());
+    graph.close_region(inner);
+    graph.end_discarded_replay();
+
+    // With a saved tensor after the inner region, the inner body runs and does not count.
+    AutogradGraph late;
+    const int32_t a = late.open_region(&body, 0, true);
+    const int32_t b = late.open_region(&body, 1, true);
+    late.add_compute(2);
+    late.close_region(b);
+    late.add_compute(3);
+    late.close_region(a);
+    CHECK(late.region(0).compute_nodes == 2);
+    late.begin_discarded_replay(0);
+    const int32_t b2 = late.open_region(&body, 1, true);
+    late.add_compute(2);  // in the inner frame: not the replayed region's
+    late.close_region(b2);
+    CHECK_FALSE(late.stopping());
+    late.add_compute(3);
+    CHECK(late.stopping());
+    late.end_discarded_replay();
+  }
 }
 
 }  // namespace
