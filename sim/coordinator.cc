@@ -20,7 +20,7 @@ constexpr int64_t kNeverFetched = -10'000'000'000;
 
 Coordinator::Coordinator(const model::Scenario& scenario, ParamState& params, ModuleState& modules,
                          Emitter& emitter, CollectiveLog& collectives, const History& history,
-                         Discovery discovery)
+                         Discovery discovery, int64_t& gather_groups)
     : scenario_(scenario),
       config_(scenario.config.zero),
       prefetch_bucket_size_(config_.allgather_sequential && config_.mics_shard_size <= 0
@@ -33,7 +33,8 @@ Coordinator::Coordinator(const model::Scenario& scenario, ParamState& params, Mo
       collectives_(collectives),
       history_(history),
       discovery_(discovery),
-      nvme_(scenario.config.zero.offload_param.device == model::OffloadDevice::Nvme) {
+      nvme_(scenario.config.zero.offload_param.device == model::OffloadDevice::Nvme),
+      next_group_(gather_groups) {
   const size_t n = scenario.params.size();
   most_recent_.assign(n, kNeverFetched);
   most_recent_epoch_.assign(n, 0);
@@ -46,6 +47,7 @@ Coordinator::Coordinator(const model::Scenario& scenario, ParamState& params, Mo
   release_scratch_.reserve(n);
   inflight_params_.reserve(n);
   group_begin_.reserve(n);
+  group_ids_.reserve(n);
   active_backward_.reserve(scenario.modules.size());
 }
 
@@ -179,6 +181,7 @@ void Coordinator::prologue_and_record(ModuleIndex m) {
 void Coordinator::gather(std::span<const ParamIndex> ps, EventKind kind) {
   const int64_t group = next_group_++;
   group_begin_.push_back(static_cast<uint32_t>(inflight_params_.size()));
+  group_ids_.push_back(group);
   ++emitter_.stats.gathers;
   std::vector<int64_t> ids;  // partition sizes, for the cross-rank comparison
   for (ParamIndex p : ps) {
@@ -211,7 +214,15 @@ void Coordinator::wait(ParamIndex p, bool emit_event) {
     emitter_.emit(EventKind::Wait, model::kNone, p, -1, group);
   }
   // One handle completes every param of its coalesced gather (AllGatherCoalescedHandle.wait).
-  const auto index = static_cast<size_t>(group - first_group_);
+  const auto at = std::lower_bound(group_ids_.begin(), group_ids_.end(), group);
+  if (at == group_ids_.end() || *at != group) {
+    // Gathered by another engine's coordinator (a re-used model): that handle completes it.
+    if (params_.status[p] == Status::Inflight) {
+      params_.status[p] = Status::Available;
+    }
+    return;
+  }
+  const auto index = static_cast<size_t>(at - group_ids_.begin());
   const size_t end =
       index + 1 < group_begin_.size() ? group_begin_[index + 1] : inflight_params_.size();
   for (size_t i = group_begin_[index]; i < end; ++i) {
@@ -251,7 +262,7 @@ void Coordinator::clean_inflight_registry() {
   }
   inflight_params_.clear();
   group_begin_.clear();
-  first_group_ = next_group_;
+  group_ids_.clear();
 }
 
 void Coordinator::gather_sync(ParamIndex p, EventKind kind) {
@@ -580,7 +591,7 @@ void Coordinator::release_and_reset_all() {
   }
   inflight_params_.clear();
   group_begin_.clear();
-  first_group_ = next_group_;
+  group_ids_.clear();
   for (ParamIndex p : params_.by_id) {
     params_.consumers[p].clear();
     params_.attributed_owner[p] = -1;

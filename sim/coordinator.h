@@ -33,9 +33,12 @@ struct QueueEntry {
 
 class Coordinator {
  public:
+  /// `gather_groups`: the process's all-gather counter, shared by every engine's coordinator, so
+  /// that gather-group ids stay unique when a re-used model's backward hooks call an earlier
+  /// engine's coordinator.
   Coordinator(const model::Scenario& scenario, ParamState& params, ModuleState& modules,
               Emitter& emitter, CollectiveLog& collectives, const History& history,
-              Discovery discovery);
+              Discovery discovery, int64_t& gather_groups);
 
   [[nodiscard]] TraceMode mode() const { return mode_; }
   [[nodiscard]] int32_t step_id() const { return step_id_; }
@@ -113,11 +116,13 @@ class Coordinator {
   uint32_t epoch_ = 1;
 
   // The in-flight registry: params of each gather group, in group order; a group's params are
-  // contiguous, group_begin_[g - first_group_] indexes its first one.
+  // contiguous, group_begin_[i] indexes the first one of the group with id group_ids_[i]. Ids
+  // increase (one process-wide counter) but need not be consecutive: another engine's
+  // coordinator may have taken some.
   std::vector<ParamIndex> inflight_params_;
   std::vector<uint32_t> group_begin_;
-  int64_t first_group_ = 0;
-  int64_t next_group_ = 0;
+  std::vector<int64_t> group_ids_;
+  int64_t& next_group_;
 
   // Memo of params_to_release per (module, step): never invalidated (semantics 4.3, 10.8).
   // Indexed by step first: only a few modules release at any one step, so a short scan beats

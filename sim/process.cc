@@ -173,7 +173,7 @@ void Process::build_engine(bool fresh_model) {
     retired_.push_back(std::move(coordinator_));  // still bound to this model's backward hooks
   }
   coordinator_ = std::make_unique<Coordinator>(scenario_, params_, modules_, emitter_, collectives_,
-                                               history_, options_.discovery);
+                                               history_, options_.discovery, gather_groups_);
   if (fresh_model) {
     // The backward-hook classes are created once per module object and capture the engine
     // that created them: a model re-used by a later engine keeps routing its pre/post-backward
@@ -196,11 +196,18 @@ void Process::train_micro_step() {
 
   emitter_.context.phase = Phase::Bwd;
   if (!output_rg) {
+    // engine.backward asserts maybe_loss_for_backward(loss) (a one-element tensor with a
+    // grad_fn) before it calls loss.backward(), so torch's own `element 0 of tensors does not
+    // require grad` is never reached (snapshot edaa722, runtime/engine.py backward; seen on real
+    // DeepSpeed, scenarios/fidelity/f5_loss_without_grad).
     raise(OutcomeKind::Error,
-          "element 0 of tensors does not require grad and does not have a grad_fn",
-          "The loss does not depend on any tensor that requires grad: nothing trainable is used "
-          "with grad enabled (a reentrant checkpoint whose inputs do not require grad produces "
-          "an output without grad; set input_requires_grad if the real input requires grad).");
+          "loss must be a scalar tensor. If you need to pass output gradients, backward() of "
+          "output tensors",
+          "DeepSpeed's engine.backward checks that the loss has a grad_fn, and this loss has "
+          "none: it does not depend on any tensor that requires grad, because nothing trainable "
+          "is used with grad enabled (a reentrant checkpoint whose inputs do not require grad "
+          "produces an output without grad; set input_requires_grad if the real input requires "
+          "grad, or use a non-reentrant checkpoint).");
   }
   in_graph_task_ = true;
   run_backward(0);

@@ -86,6 +86,7 @@ class Process {
   // Process-global state (10.1, 10.2): counters and FWD_MODULE_STACK.
   int64_t next_param_id_ = 0;
   int64_t module_counter_ = 0;
+  int64_t gather_groups_ = 0;           ///< all-gathers so far: one id counter for every engine
   std::vector<ModuleIndex> fwd_stack_;  ///< kForeign for roots of destroyed engines' models
   static constexpr ModuleIndex kForeign = model::kNone - 1;
 
