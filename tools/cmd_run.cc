@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "diag/render.h"
 #include "sim/export/chrome_trace.h"
 #include "sim/export/replay_schedule.h"
 #include "sim/simulator.h"
@@ -12,7 +13,6 @@
 #include "sim/timeline/cost_model.h"
 #include "sim/timeline/timeline.h"
 #include "tools/commands.h"
-#include "tools/diagnostic_render.h"
 #include "tools/outcome_report.h"
 #include "tools/scenario_input.h"
 #include "trace/writer.h"
@@ -80,7 +80,7 @@ int run(const RunOptions& options) {
   const sim::CalibrationResult calibration = sim::resolve_calibration(*scenario);
   if (!calibration.calibration) {
     for (const model::Diagnostic& diagnostic : calibration.diagnostics) {
-      std::fputs(render_diagnostic(diagnostic).c_str(), stderr);
+      std::fputs(diag::render(diagnostic).c_str(), stderr);
     }
     return kExitBadInput;
   }

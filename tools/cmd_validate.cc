@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "diag/render.h"
 #include "model/load.h"
 #include "tools/commands.h"
-#include "tools/diagnostic_render.h"
 #include "trace/reader.h"
 
 namespace zfetch::tools {
@@ -29,7 +29,7 @@ bool ends_with(const std::string& text, const char* suffix) {
 bool validate_scenario(const std::string& path) {
   const model::LoadResult result = model::load_scenario_file(path);
   for (const model::Diagnostic& diagnostic : result.diagnostics) {
-    std::fputs(render_diagnostic(diagnostic).c_str(), stderr);
+    std::fputs(diag::render(diagnostic).c_str(), stderr);
   }
   if (!result.scenario) {
     return false;
@@ -53,8 +53,7 @@ bool validate_trace(const std::string& path) {
     }
   }
   if (const auto& error = reader.error()) {
-    std::fprintf(stderr, "%s:%llu: error: %s\n", error->file.c_str(),
-                 static_cast<unsigned long long>(error->line), error->message.c_str());
+    std::fputs(diag::render(*error).c_str(), stderr);
     return false;
   }
   std::printf("%s: ok (%llu events)\n", path.c_str(), static_cast<unsigned long long>(events));

@@ -87,7 +87,8 @@ std::string_view type_name(JsonValue::Type type) {
 }
 
 FlatJsonParser::Result FlatJsonParser::fail(std::string_view what) {
-  error_ = fmt::format("malformed JSON at column {}: {}", p_ - begin_ + 1, what);
+  error_at_ = p_;
+  error_ = fmt::format("malformed JSON: {}", what);
   return Result::Error;
 }
 
@@ -261,6 +262,7 @@ FlatJsonParser::Result FlatJsonParser::parse_number(std::string_view key, JsonVa
     overflow = true;
   }
   if (overflow) {
+    error_at_ = start;
     error_ = fmt::format("integer {} out of range for '{}'",
                          std::string_view(start, static_cast<size_t>(p_ - start)), key);
     return Result::Error;
@@ -316,6 +318,7 @@ FlatJsonParser::Result FlatJsonParser::next(std::string_view& key, JsonValue& va
   if (p_ == end_ || *p_ != '"') {
     return fail_expected("'\"' to start a key");
   }
+  key_at_ = p_;
   if (!parse_string(key)) {
     return Result::Error;
   }
@@ -328,6 +331,7 @@ FlatJsonParser::Result FlatJsonParser::next(std::string_view& key, JsonValue& va
   if (p_ == end_) {
     return fail_expected("a value");
   }
+  value_at_ = p_;
   switch (*p_) {
   case '"':
     value.type = JsonValue::Type::String;

@@ -27,14 +27,23 @@ class FlatJsonParser {
  public:
   enum class Result : uint8_t { Field, End, Error };
 
-  FlatJsonParser(char* begin, char* end) : begin_(begin), p_(begin), end_(end) {}
+  FlatJsonParser(char* begin, char* end)
+      : begin_(begin), p_(begin), end_(end), error_at_(begin), key_at_(begin), value_at_(begin) {}
 
   /// The next key/value pair; End after the closing brace (and only whitespace after it);
   /// Error with error() set on malformed input.
   Result next(std::string_view& key, JsonValue& value);
 
-  /// What went wrong, e.g. "malformed JSON at column 9: expected ':' after a key, got ','".
+  /// What went wrong, e.g. "malformed JSON: expected ':' after a key, got ','".
   [[nodiscard]] const std::string& error() const { return error_; }
+  /// The 1-based column of the error, or of the last field's key and value.
+  [[nodiscard]] uint32_t error_column() const { return column(error_at_); }
+  [[nodiscard]] uint32_t key_column() const { return column(key_at_); }
+  [[nodiscard]] uint32_t value_column() const { return column(value_at_); }
+  /// How many characters the last field's value takes in the line (quotes included).
+  [[nodiscard]] uint32_t value_length() const {
+    return static_cast<uint32_t>(p_ > value_at_ ? p_ - value_at_ : 1);
+  }
 
  private:
   Result fail(std::string_view what);
@@ -43,10 +52,16 @@ class FlatJsonParser {
   bool parse_string(std::string_view& out);
   Result parse_number(std::string_view key, JsonValue& value);
   bool parse_literal(std::string_view word);
+  [[nodiscard]] uint32_t column(const char* at) const {
+    return static_cast<uint32_t>(at - begin_ + 1);
+  }
 
   char* begin_;
   char* p_;
   char* end_;
+  const char* error_at_ = nullptr;
+  const char* key_at_ = nullptr;
+  const char* value_at_ = nullptr;
   bool started_ = false;
   bool finished_ = false;
   std::string error_;

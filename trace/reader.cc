@@ -4,12 +4,15 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <vector>
 
 #include "trace/flat_json.h"
+#include "trace/json_escape.h"
 #include "trace/names.h"
 
 namespace zfetch::trace {
@@ -71,6 +74,194 @@ std::string unknown_name_message(std::string_view what, std::string_view name,
   return message;
 }
 
+// The fast path reads the writer's own form of an event line: the keys in the writer's order,
+// no whitespace, integers without a sign where the field cannot be negative, names without
+// escapes. Anything else (another writer, a hand-edited line, an error) returns false and the
+// general parser reads the line, so the fast path only has to be right about lines it accepts.
+class FastEventParser {
+ public:
+  FastEventParser(const char* first, const char* last) : p_(first), end_(last) {}
+
+  bool parse(Event& e) {
+    uint64_t u = 0;
+    if (!literal(R"({"seq":)") || !unsigned_integer(u)) {
+      return false;
+    }
+    e.seq = u;
+    if (!literal(R"(,"t_ns":)") || !signed_integer(e.t_ns)) {
+      return false;
+    }
+    if (!literal(R"(,"rank":)") || !unsigned_integer(u) || u > kInt32Max) {
+      return false;
+    }
+    e.rank = static_cast<int32_t>(u);
+    if (!literal(R"(,"engine":)") || !int32(e.engine) || !literal(R"(,"step":)") ||
+        !int32(e.step) || !literal(R"(,"micro_step":)") || !int32(e.micro_step)) {
+      return false;
+    }
+    std::string_view name;
+    if (!literal(R"(,"phase":)") || !string(name)) {
+      return false;
+    }
+    if (auto phase = parse_phase(name)) {
+      e.phase = *phase;
+    } else {
+      return false;
+    }
+    if (!literal(R"(,"kind":)") || !string(name)) {
+      return false;
+    }
+    if (auto kind = parse_event_kind(name)) {
+      e.kind = *kind;
+    } else {
+      return false;
+    }
+    if (optional_key(R"(,"trace_step":)")) {
+      if (!unsigned_integer(u) || u > kInt32Max) {
+        return false;
+      }
+      e.trace_step = static_cast<int32_t>(u);
+    }
+    if (optional_key(R"(,"module_id":)")) {
+      if (!unsigned_integer(u) || !literal(R"(,"module":)") || !string(e.module)) {
+        return false;
+      }
+      e.module_id = static_cast<int64_t>(u);
+    }
+    if (optional_key(R"(,"param_id":)")) {
+      if (!unsigned_integer(u) || !literal(R"(,"param":)") || !string(e.param)) {
+        return false;
+      }
+      e.param_id = static_cast<int64_t>(u);
+    }
+    if (optional_key(R"(,"status":)")) {
+      if (!string(name)) {
+        return false;
+      }
+      if (auto status = parse_status(name)) {
+        e.status = *status;
+      } else {
+        return false;
+      }
+    }
+    if (optional_key(R"(,"numel":)")) {
+      if (!unsigned_integer(u)) {
+        return false;
+      }
+      e.numel = static_cast<int64_t>(u);
+    }
+    if (optional_key(R"(,"bytes":)")) {
+      if (!unsigned_integer(u)) {
+        return false;
+      }
+      e.bytes = static_cast<int64_t>(u);
+    }
+    if (optional_key(R"(,"group":)")) {
+      if (!unsigned_integer(u)) {
+        return false;
+      }
+      e.group = static_cast<int64_t>(u);
+    }
+    return end_ - p_ == 1 && *p_ == '}';
+  }
+
+ private:
+  static constexpr uint64_t kInt32Max = std::numeric_limits<int32_t>::max();
+
+  template <size_t N>
+  bool literal(const char (&text)[N]) {
+    constexpr size_t kSize = N - 1;
+    if (static_cast<size_t>(end_ - p_) < kSize || std::memcmp(p_, text, kSize) != 0) {
+      return false;
+    }
+    p_ += kSize;
+    return true;
+  }
+
+  // Like literal, for a key the writer leaves out when the field is absent: its first two
+  // bytes (`,"` then the key's first letter) decide cheaply whether it is there.
+  template <size_t N>
+  bool optional_key(const char (&text)[N]) {
+    if (end_ - p_ < 3 || p_[2] != text[2]) {
+      return false;
+    }
+    return literal(text);
+  }
+
+  // Up to 18 digits, no leading zero: larger values, signs and floats go to the general
+  // parser, which checks their range or reports them.
+  bool unsigned_integer(uint64_t& out) {
+    const char* const start = p_;
+    uint64_t value = 0;
+    while (p_ != end_ && static_cast<unsigned char>(*p_ - '0') < 10) {
+      value = value * 10 + static_cast<uint64_t>(*p_ - '0');
+      ++p_;
+    }
+    const auto digits = p_ - start;
+    if (digits == 0 || digits > 18 || (*start == '0' && digits > 1)) {
+      return false;
+    }
+    out = value;
+    return true;
+  }
+
+  bool signed_integer(int64_t& out) {
+    const bool negative = p_ != end_ && *p_ == '-';
+    if (negative) {
+      ++p_;
+    }
+    uint64_t magnitude = 0;
+    if (!unsigned_integer(magnitude)) {
+      return false;
+    }
+    out = negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
+    return true;
+  }
+
+  bool int32(int32_t& out) {
+    int64_t value = 0;
+    if (!signed_integer(value) || value < std::numeric_limits<int32_t>::min() ||
+        value > std::numeric_limits<int32_t>::max()) {
+      return false;
+    }
+    out = static_cast<int32_t>(value);
+    return true;
+  }
+
+  // A quoted string with no escape and no control byte, as a view into the line.
+  bool string(std::string_view& out) {
+    if (p_ == end_ || *p_ != '"') {
+      return false;
+    }
+    const char* const start = p_ + 1;
+    const char* p = start;
+    while (end_ - p >= 8) {
+      uint64_t word = 0;
+      std::memcpy(&word, p, 8);
+      const uint64_t mask = json_special_mask(word);
+      if (mask != 0) {
+        p += std::countr_zero(mask) / 8;  // the lowest flagged byte is exact
+        break;
+      }
+      p += 8;
+    }
+    if (end_ - p < 8) {
+      while (p != end_ && *p != '"' && *p != '\\' && static_cast<unsigned char>(*p) >= 0x20) {
+        ++p;
+      }
+    }
+    if (p == end_ || *p != '"') {
+      return false;
+    }
+    out = std::string_view(start, static_cast<size_t>(p - start));
+    p_ = p + 1;
+    return true;
+  }
+
+  const char* p_;
+  const char* end_;
+};
+
 }  // namespace
 
 struct TraceReader::State {
@@ -85,16 +276,38 @@ struct TraceReader::State {
   bool failed = false;
   bool have_seq = false;
   uint64_t last_seq = 0;
+  uint64_t last_seq_line = 0;
   TraceHeader header;
   Event event;
-  std::optional<ReadError> error;
+  std::optional<diag::Diagnostic> error;
+  // The line being parsed as it was read: parsing unescapes strings in place, and an error
+  // quotes the line as the user wrote it.
+  std::string original_line;
 
   State(std::istream& stream, std::string name) : in(stream), file(std::move(name)) {}
 
-  bool fail(std::string message) {
-    error = ReadError{file, line, std::move(message)};
+  // An error at column `col` (0: the whole line) of the current line, `length` wide.
+  bool fail(std::string message, uint32_t col = 0, uint32_t length = 1) {
+    diag::Diagnostic d;
+    d.file = file;
+    d.loc = {static_cast<uint32_t>(std::min<uint64_t>(line, UINT32_MAX)), col};
+    d.length = length;
+    d.message = std::move(message);
+    // A very long line is not quoted: the caret would be lost in it.
+    constexpr size_t kMaxQuoted = 512;
+    if (original_line.size() <= kMaxQuoted) {
+      d.source_line = original_line;
+    } else {
+      d.loc.col = col <= kMaxQuoted ? col : 0;
+    }
+    error = std::move(d);
     failed = true;
     return false;
+  }
+
+  // Remembers the line about to be parsed, for the error's quote.
+  void keep_line(const char* first, const char* last) {
+    original_line.assign(first, static_cast<size_t>(last - first));
   }
 
   // Sets [first, last) to the next line without its newline; false at the end of the input
@@ -112,7 +325,16 @@ struct TraceReader::State {
       if (eof) {
         if (begin != end) {
           ++line;
-          return fail("truncated last line");
+          keep_line(buffer.data() + begin, buffer.data() + end);
+          fail("truncated last line",
+               static_cast<uint32_t>(std::min<size_t>(end - begin + 1, UINT32_MAX)));
+          error->notes.push_back(
+              {{},
+               "the file ends without a newline: was the trace still being written?",
+               "",
+               1,
+               ""});
+          return false;
         }
         return false;
       }
@@ -133,10 +355,23 @@ struct TraceReader::State {
   }
 
   bool parse_header(char* first, char* last);
+  // The writer's form, without copying the line; false leaves the line to parse_event.
+  bool parse_fast(const char* first, const char* last) {
+    Event e;
+    if (!FastEventParser(first, last).parse(e) || (have_seq && e.seq <= last_seq)) {
+      return false;
+    }
+    have_seq = true;
+    last_seq = e.seq;
+    last_seq_line = line;
+    event = e;
+    return true;
+  }
   bool parse_event(char* first, char* last);
 };
 
 bool TraceReader::State::parse_header(char* first, char* last) {
+  keep_line(first, last);
   FlatJsonParser parser(first, last);
   std::string_view key;
   JsonValue value;
@@ -144,7 +379,7 @@ bool TraceReader::State::parse_header(char* first, char* last) {
   while (true) {
     const auto result = parser.next(key, value);
     if (result == FlatJsonParser::Result::Error) {
-      return fail(parser.error());
+      return fail(parser.error(), parser.error_column());
     }
     if (result == FlatJsonParser::Result::End) {
       break;
@@ -155,29 +390,42 @@ bool TraceReader::State::parse_header(char* first, char* last) {
       if (key == "seq" && seen == 0) {
         return fail("missing trace header (expected {\"format\":\"zfetch-trace\",...} on line 1)");
       }
-      return fail(fmt::format("unknown key '{}' in the header", key));
+      return fail(fmt::format("unknown key '{}' in the header", key), parser.key_column(),
+                  static_cast<uint32_t>(key.size() + 2));
     }
     const uint32_t bit = 1U << index;
     if ((seen & bit) != 0) {
-      return fail(fmt::format("duplicate key '{}' in the header", key));
+      return fail(fmt::format("duplicate key '{}' in the header", key), parser.key_column(),
+                  static_cast<uint32_t>(key.size() + 2));
     }
     seen |= bit;
     const bool wants_integer = index == kVersion || index == kWorldSize;
     const auto wanted = wants_integer ? JsonValue::Type::Integer : JsonValue::Type::String;
     if (value.type != wanted) {
       return fail(fmt::format("expected {} for '{}', got {}", type_name(wanted), key,
-                              type_name(value.type)));
+                              type_name(value.type)),
+                  parser.value_column(), parser.value_length());
     }
     switch (index) {
     case kFormat:
       if (value.text != "zfetch-trace") {
-        return fail(fmt::format("unknown trace format '{}' (expected 'zfetch-trace')", value.text));
+        return fail(fmt::format("unknown trace format '{}' (expected 'zfetch-trace')", value.text),
+                    parser.value_column(), parser.value_length());
       }
       break;
     case kVersion:
       if (value.integer != kTraceFormatVersion) {
-        return fail(fmt::format("unsupported trace version {} (this build reads {})", value.integer,
-                                kTraceFormatVersion));
+        fail(fmt::format("unsupported trace version {} (this build reads {})", value.integer,
+                         kTraceFormatVersion),
+             parser.value_column(), parser.value_length());
+        error->notes.push_back({{},
+                                fmt::format("write the trace again with this build, or read it "
+                                            "with the zfetch that wrote version {}",
+                                            value.integer),
+                                "",
+                                1,
+                                ""});
+        return false;
       }
       header.version = kTraceFormatVersion;
       break;
@@ -187,7 +435,8 @@ bool TraceReader::State::parse_header(char* first, char* last) {
     case kWorldSize:
       if (value.integer < 1) {
         return fail(
-            fmt::format("expected a positive integer for 'world_size', got {}", value.integer));
+            fmt::format("expected a positive integer for 'world_size', got {}", value.integer),
+            parser.value_column(), parser.value_length());
       }
       header.world_size = value.integer;
       break;
@@ -203,13 +452,15 @@ bool TraceReader::State::parse_header(char* first, char* last) {
   }
   for (size_t i = 0; i < kHeaderKeyCount; ++i) {
     if ((seen & (1U << i)) == 0) {
-      return fail(fmt::format("missing key '{}' in the header", kHeaderKeyNames[i]));
+      return fail(fmt::format("missing key '{}' in the header", kHeaderKeyNames[i]),
+                  static_cast<uint32_t>(last - first));
     }
   }
   return true;
 }
 
 bool TraceReader::State::parse_event(char* first, char* last) {
+  keep_line(first, last);
   if (first == last) {
     return fail("empty line (expected an event object)");
   }
@@ -217,22 +468,26 @@ bool TraceReader::State::parse_event(char* first, char* last) {
   std::string_view key;
   JsonValue value;
   uint32_t seen = 0;
+  uint32_t seq_column = 0;
+  uint32_t seq_length = 1;
   Event e;
   while (true) {
     const auto result = parser.next(key, value);
     if (result == FlatJsonParser::Result::Error) {
-      return fail(parser.error());
+      return fail(parser.error(), parser.error_column());
     }
     if (result == FlatJsonParser::Result::End) {
       break;
     }
     const int index = find_key(kKeyNames, key);
     if (index < 0) {
-      return fail(unknown_name_message("key", key, kKeyNames, false));
+      return fail(unknown_name_message("key", key, kKeyNames, false), parser.key_column(),
+                  static_cast<uint32_t>(key.size() + 2));
     }
     const uint32_t bit = 1U << index;
     if ((seen & bit) != 0) {
-      return fail(fmt::format("duplicate key '{}'", key));
+      return fail(fmt::format("duplicate key '{}'", key), parser.key_column(),
+                  static_cast<uint32_t>(key.size() + 2));
     }
     seen |= bit;
     const bool wants_string = index == kPhase || index == kKind || index == kModule ||
@@ -240,14 +495,16 @@ bool TraceReader::State::parse_event(char* first, char* last) {
     const auto wanted = wants_string ? JsonValue::Type::String : JsonValue::Type::Integer;
     if (value.type != wanted) {
       return fail(fmt::format("expected {} for '{}', got {}", type_name(wanted), key,
-                              type_name(value.type)));
+                              type_name(value.type)),
+                  parser.value_column(), parser.value_length());
     }
     // Range checks: int32 fields must fit; fields that are absent when negative must not be
     // written negative (the writer never does, and -1 would read back as "absent").
     const int64_t v = value.integer;
     const auto check_range = [&](int64_t low, int64_t high) {
       if (v < low || v > high) {
-        return fail(fmt::format("integer {} out of range for '{}'", v, key));
+        return fail(fmt::format("integer {} out of range for '{}'", v, key), parser.value_column(),
+                    parser.value_length());
       }
       return true;
     };
@@ -258,6 +515,8 @@ bool TraceReader::State::parse_event(char* first, char* last) {
     switch (index) {
     case kSeq:
       ok = check_range(0, kInt64Max);
+      seq_column = parser.value_column();
+      seq_length = parser.value_length();
       e.seq = static_cast<uint64_t>(v);
       break;
     case kTNs:
@@ -313,21 +572,24 @@ bool TraceReader::State::parse_event(char* first, char* last) {
       if (auto phase = parse_phase(value.text)) {
         e.phase = *phase;
       } else {
-        return fail(unknown_name_message("phase", value.text, phase_names(), true));
+        return fail(unknown_name_message("phase", value.text, phase_names(), true),
+                    parser.value_column(), parser.value_length());
       }
       break;
     case kKind:
       if (auto kind = parse_event_kind(value.text)) {
         e.kind = *kind;
       } else {
-        return fail(unknown_name_message("kind", value.text, event_kind_names(), false));
+        return fail(unknown_name_message("kind", value.text, event_kind_names(), false),
+                    parser.value_column(), parser.value_length());
       }
       break;
     case kStatus:
       if (auto status = parse_status(value.text)) {
         e.status = *status;
       } else {
-        return fail(unknown_name_message("status", value.text, status_names(), true));
+        return fail(unknown_name_message("status", value.text, status_names(), true),
+                    parser.value_column(), parser.value_length());
       }
       break;
     default:
@@ -339,7 +601,8 @@ bool TraceReader::State::parse_event(char* first, char* last) {
   }
   for (size_t i = 0; i < kKeyCount; ++i) {
     if ((kRequiredKeys & (1U << i)) != 0 && (seen & (1U << i)) == 0) {
-      return fail(fmt::format("missing key '{}'", kKeyNames[i]));
+      return fail(fmt::format("missing key '{}'", kKeyNames[i]),
+                  static_cast<uint32_t>(last - first));
     }
   }
   // module_id and module (and param_id and param) come in pairs.
@@ -348,7 +611,8 @@ bool TraceReader::State::parse_event(char* first, char* last) {
     const bool has_name = (seen & (1U << name)) != 0;
     if (has_id != has_name) {
       return fail(fmt::format("missing key '{}' (it goes with '{}')", kKeyNames[has_id ? name : id],
-                              kKeyNames[has_id ? id : name]));
+                              kKeyNames[has_id ? id : name]),
+                  static_cast<uint32_t>(last - first));
     }
     return true;
   };
@@ -356,10 +620,19 @@ bool TraceReader::State::parse_event(char* first, char* last) {
     return false;
   }
   if (have_seq && e.seq <= last_seq) {
-    return fail(fmt::format("seq {} is not greater than the previous seq {}", e.seq, last_seq));
+    fail(fmt::format("seq {} is not greater than the previous seq {}", e.seq, last_seq), seq_column,
+         seq_length);
+    error->notes.push_back(
+        {{static_cast<uint32_t>(std::min<uint64_t>(last_seq_line, UINT32_MAX)), 0},
+         fmt::format("the previous event, seq {}", last_seq),
+         "",
+         1,
+         ""});
+    return false;
   }
   have_seq = true;
   last_seq = e.seq;
+  last_seq_line = line;
   event = e;
   return true;
 }
@@ -401,10 +674,13 @@ const Event* TraceReader::next() {
   if (!s.next_line(first, last)) {
     return nullptr;
   }
+  if (s.parse_fast(first, last)) {
+    return &s.event;
+  }
   return s.parse_event(first, last) ? &s.event : nullptr;
 }
 
-const std::optional<ReadError>& TraceReader::error() const {
+const std::optional<diag::Diagnostic>& TraceReader::error() const {
   return state_->error;
 }
 

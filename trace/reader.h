@@ -1,4 +1,4 @@
-// Streaming reader of JSON Lines traces: one event at a time, errors as file:line diagnostics.
+// Streaming reader of JSON Lines traces: one event at a time, errors as located diagnostics.
 #pragma once
 
 #include <cstdint>
@@ -7,17 +7,11 @@
 #include <optional>
 #include <string>
 
+#include "diag/diagnostic.h"
 #include "trace/event.h"
 #include "trace/header.h"
 
 namespace zfetch::trace {
-
-/// A problem in a trace file: `file:line: error: message`.
-struct ReadError {
-  std::string file;
-  uint64_t line = 0;
-  std::string message;
-};
 
 /// Reads a trace line by line. Events returned by next() stay valid until the next call.
 /// After an error, every event before the bad line has been returned.
@@ -37,7 +31,9 @@ class TraceReader {
   /// The next event, or nullptr at the end of the file or at an error (then error() is set).
   const Event* next();
 
-  [[nodiscard]] const std::optional<ReadError>& error() const;
+  /// The problem that stopped the reader: `file:line:col`, the message, the offending line
+  /// with a caret under the key or value at fault, and notes where another line is involved.
+  [[nodiscard]] const std::optional<diag::Diagnostic>& error() const;
   /// 1-based number of the last line read.
   [[nodiscard]] uint64_t line() const;
 

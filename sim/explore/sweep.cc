@@ -8,6 +8,7 @@
 #include <exception>
 #include <thread>
 
+#include "diag/render.h"
 #include "model/config_override.h"
 #include "sim/timeline/cost_model.h"
 #include "sim/timeline/timeline.h"
@@ -28,8 +29,7 @@ std::string diagnostics_text(const model::DiagnosticList& diagnostics) {
   std::string text;
   for (const model::Diagnostic& d : diagnostics) {
     text += text.empty() ? "" : "; ";
-    text += d.loc.line > 0 ? fmt::format("{}:{}:{}: {}", d.file, d.loc.line, d.loc.col, d.message)
-                           : fmt::format("{}: {}", d.file, d.message);
+    text += diag::render_one_line(d);
   }
   return text;
 }

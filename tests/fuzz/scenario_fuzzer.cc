@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "diag/render.h"
 #include "model/load.h"
 #include "sim/simulator.h"
 #include "tests/fuzz/fuzz_check.h"
@@ -165,9 +166,7 @@ void check_reads_back(const Run& run, const Scenario& scenario) {
   std::istringstream in(run.trace);
   zfetch::trace::TraceReader reader(in, "fuzz.jsonl");
   if (!reader.read_header()) {
-    std::fprintf(stderr, "fuzz.jsonl:%llu: error: %s\n",
-                 static_cast<unsigned long long>(reader.error()->line),
-                 reader.error()->message.c_str());
+    std::fputs(zfetch::diag::render(*reader.error()).c_str(), stderr);
     FUZZ_FAIL("the simulator's trace header does not read back");
   }
   FUZZ_CHECK(reader.header().scenario == scenario.name);
@@ -177,9 +176,7 @@ void check_reads_back(const Run& run, const Scenario& scenario) {
     ++events;
   }
   if (reader.error()) {
-    std::fprintf(stderr, "fuzz.jsonl:%llu: error: %s\n",
-                 static_cast<unsigned long long>(reader.error()->line),
-                 reader.error()->message.c_str());
+    std::fputs(zfetch::diag::render(*reader.error()).c_str(), stderr);
     FUZZ_FAIL("the simulator's trace does not read back");
   }
   FUZZ_CHECK(events == run.outcome.stats.events);

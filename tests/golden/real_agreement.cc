@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "diag/render.h"
 #include "model/load.h"
 #include "sim/simulator.h"
 #include "trace/event.h"
@@ -110,8 +111,7 @@ int main(int argc, char** argv) {
     }
   }
   if (const auto& error = reader.error()) {
-    std::fprintf(stderr, "%s:%llu: error: %s\n", error->file.c_str(),
-                 static_cast<unsigned long long>(error->line), error->message.c_str());
+    std::fputs(zfetch::diag::render(*error).c_str(), stderr);
     return 2;
   }
 

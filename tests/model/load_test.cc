@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "tools/diagnostic_render.h"
+#include "diag/render.h"
 
 namespace zfetch::model {
 
@@ -17,7 +17,7 @@ std::string errors_of(const std::string& text) {
   const LoadResult result = parse_scenario_text("input", text);
   std::string out;
   for (const Diagnostic& diagnostic : result.diagnostics) {
-    out += tools::render_diagnostic(diagnostic);
+    out += diag::render(diagnostic);
   }
   CHECK(result.scenario.has_value() == result.diagnostics.empty());
   return out;
@@ -27,7 +27,7 @@ Scenario load_ok(const std::string& text) {
   LoadResult result = parse_scenario_text("input", text);
   std::string errors;
   for (const Diagnostic& diagnostic : result.diagnostics) {
-    errors += tools::render_diagnostic(diagnostic);
+    errors += diag::render(diagnostic);
   }
   INFO(errors);
   REQUIRE(result.diagnostics.empty());
@@ -485,7 +485,7 @@ schedule: [train: 1]
   TEST_CASE("load: an unreadable file is a diagnostic") {
     const LoadResult result = load_scenario_file("/nonexistent/zfetch.yaml");
     REQUIRE(result.diagnostics.size() == 1);
-    CHECK(tools::render_diagnostic(result.diagnostics[0]) ==
+    CHECK(diag::render(result.diagnostics[0]) ==
           "/nonexistent/zfetch.yaml: error: cannot read file: No such file or directory\n");
   }
 }

@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "diag/render.h"
+
 namespace zfetch::sim {
 namespace {
 
@@ -12,9 +14,8 @@ std::string first_error(const CalibrationResult& r) {
   if (r.diagnostics.empty()) {
     return "";
   }
-  const model::Diagnostic& d = r.diagnostics.front();
-  return d.file + ":" + std::to_string(d.loc.line) + ":" + std::to_string(d.loc.col) +
-         ": error: " + d.message;
+  const std::string rendered = diag::render(r.diagnostics.front());
+  return rendered.substr(0, rendered.find('\n'));
 }
 
 TEST_SUITE("timeline") {
@@ -100,7 +101,7 @@ TEST_SUITE("timeline") {
     }
     SUBCASE("unreadable file") {
       CHECK(first_error(load_calibration_file("/nonexistent/cal.json")) ==
-            "/nonexistent/cal.json:0:0: error: cannot read calibration file");
+            "/nonexistent/cal.json: error: cannot read calibration file");
     }
   }
 
@@ -117,7 +118,7 @@ TEST_SUITE("timeline") {
       CHECK(r.calibration->h2d_bytes_per_s > 0);
     }
     CHECK(first_error(builtin_calibration("h300"))
-              .starts_with("command line:0:0: error: unknown calibration 'h300'; valid values are: "
+              .starts_with("command line: error: unknown calibration 'h300'; valid values are: "
                            "h100x8-nvlink, "
                            "h200x1, h200x2"));
     // The default follows the world size: the measured machine of that size where there is one.

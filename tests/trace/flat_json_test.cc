@@ -30,7 +30,8 @@ TEST_SUITE("trace") {
         return fields;
       }
       if (result == FlatJsonParser::Result::Error) {
-        return {Field{parser.error(), JsonValue::Type::Null, "", 0}};
+        return {Field{"column " + std::to_string(parser.error_column()) + ": " + parser.error(),
+                      JsonValue::Type::Null, "", 0}};
       }
       fields.push_back(Field{std::string(key), value.type, std::string(value.text), value.integer});
       if (value.type == JsonValue::Type::Object || value.type == JsonValue::Type::Array) {
@@ -67,9 +68,9 @@ TEST_SUITE("trace") {
     CHECK(parse(R"({"a":9223372036854775807})")[0].integer == INT64_MAX);
     CHECK(parse(R"({"a":-9223372036854775808})")[0].integer == INT64_MIN);
     CHECK(first_error(R"({"a":9223372036854775808})") ==
-          "integer 9223372036854775808 out of range for 'a'");
+          "column 6: integer 9223372036854775808 out of range for 'a'");
     CHECK(first_error(R"({"a":-9223372036854775809})") ==
-          "integer -9223372036854775809 out of range for 'a'");
+          "column 6: integer -9223372036854775809 out of range for 'a'");
   }
 
   TEST_CASE("flat_json: a closing quote or escape at every position of the word") {
@@ -95,19 +96,19 @@ TEST_SUITE("trace") {
 
   TEST_CASE("flat_json: errors point at a column") {
     CHECK(first_error("") ==
-          "malformed JSON at column 1: expected '{' to start an object, got end of line");
+          "column 1: malformed JSON: expected '{' to start an object, got end of line");
     CHECK(first_error(R"({"a" 1})") ==
-          "malformed JSON at column 6: expected ':' after a key, got '1'");
+          "column 6: malformed JSON: expected ':' after a key, got '1'");
     CHECK(first_error(R"({"a":1,})") ==
-          "malformed JSON at column 8: expected '\"' to start a key, got '}'");
+          "column 8: malformed JSON: expected '\"' to start a key, got '}'");
     CHECK(first_error("{\"a\":\"x\ty\"}") ==
-          "malformed JSON at column 8: control character byte 0x09 in a string (escape it)");
+          "column 8: malformed JSON: control character byte 0x09 in a string (escape it)");
     CHECK(first_error(R"({"a":"\u12"})") ==
-          "malformed JSON at column 11: expected 4 hex digits after '\\u', got '\"'");
-    CHECK(first_error(R"({"a":-})") == "malformed JSON at column 7: expected a digit, got '}'");
-    CHECK(first_error(R"({"a":tru})") == "malformed JSON at column 6: expected a value, got 't'");
+          "column 11: malformed JSON: expected 4 hex digits after '\\u', got '\"'");
+    CHECK(first_error(R"({"a":-})") == "column 7: malformed JSON: expected a digit, got '}'");
+    CHECK(first_error(R"({"a":tru})") == "column 6: malformed JSON: expected a value, got 't'");
     CHECK(first_error(R"({"a":1} x)") ==
-          "malformed JSON at column 9: unexpected 'x' after the object");
+          "column 9: malformed JSON: unexpected 'x' after the object");
   }
 
 }  // TEST_SUITE

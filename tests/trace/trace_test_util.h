@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "diag/render.h"
 #include "trace/event.h"
 #include "trace/reader.h"
 #include "trace/writer.h"
@@ -108,7 +109,8 @@ struct ReadResult {
   bool header_ok = false;
   TraceHeader header;
   std::vector<OwnedEvent> events;
-  std::string error;  ///< rendered as `input:LINE: error: MESSAGE`, empty if none
+  std::string error;           ///< the first line of the rendered error, empty if none
+  std::string rendered_error;  ///< the whole rendered error: message, quoted line, caret, notes
 };
 
 inline ReadResult read_trace(const std::string& text) {
@@ -121,7 +123,8 @@ inline ReadResult read_trace(const std::string& text) {
     result.events.emplace_back(*e);
   }
   if (const auto& error = reader.error()) {
-    result.error = error->file + ":" + std::to_string(error->line) + ": error: " + error->message;
+    result.rendered_error = diag::render(*error);
+    result.error = result.rendered_error.substr(0, result.rendered_error.find('\n'));
   }
   return result;
 }
