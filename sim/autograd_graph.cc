@@ -4,14 +4,28 @@
 
 namespace zfetch::sim {
 
-void AutogradGraph::reserve(size_t modules) {
+void AutogradGraph::reserve(size_t modules, size_t params) {
   nodes_.reserve(4 * modules + 16);
   regions_.reserve(16);
+  accumulated_.reserve(2 * params + 16);
+  use_task_.assign(params, 0);
 }
 
 void AutogradGraph::clear() {
   nodes_.clear();
   regions_.clear();
+  accumulated_.clear();
+  ++task_;
+}
+
+void AutogradGraph::truncate(size_t begin) {
+  for (size_t i = begin; i < nodes_.size(); ++i) {
+    if (nodes_[i].accumulate_count > 0) {
+      accumulated_.resize(nodes_[i].accumulate_begin);
+      break;
+    }
+  }
+  nodes_.resize(begin);
 }
 
 void AutogradGraph::add_post_backward(ModuleIndex m) {
@@ -60,6 +74,25 @@ void AutogradGraph::add_reentrant_region(const std::vector<model::Op>* body, Mod
   regions_.push_back({body, m, true, 0, false, true, current_region_});
   nodes_.push_back({Node::Kind::Checkpoint, m, static_cast<int32_t>(regions_.size() - 1)});
   count_saved_tensor();
+}
+
+void AutogradGraph::add_data_read(ModuleIndex reader) {
+  if (recording_) {
+    nodes_.push_back({Node::Kind::DataRead, reader, -1});
+  }
+}
+
+void AutogradGraph::add_use(ParamIndex p) {
+  if (!recording_ || nodes_.empty() || use_task_[static_cast<size_t>(p)] == task_) {
+    return;
+  }
+  use_task_[static_cast<size_t>(p)] = task_;
+  Node& node = nodes_.back();
+  if (node.accumulate_count == 0) {
+    node.accumulate_begin = static_cast<uint32_t>(accumulated_.size());
+  }
+  accumulated_.push_back(p);
+  ++node.accumulate_count;
 }
 
 int32_t AutogradGraph::open_region(const std::vector<model::Op>* body, ModuleIndex m,

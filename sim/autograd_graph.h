@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "model/scenario.h"
@@ -14,10 +15,14 @@ class AutogradGraph {
  public:
   /// A node of the graph (docs/backward-order.md, section 1).
   struct Node {
-    enum class Kind : uint8_t { PostBackward, Compute, PreBackward, Checkpoint };
+    enum class Kind : uint8_t { PostBackward, Compute, PreBackward, Checkpoint, DataRead };
     Kind kind;
-    ModuleIndex module;
-    int32_t region;  ///< Checkpoint: the region; Compute: its non-reentrant region, or -1
+    ModuleIndex module;  ///< DataRead: the module whose forward read the param's data
+    int32_t region;      ///< Checkpoint: the region; Compute: its non-reentrant region, or -1
+    /// The params whose gradient is accumulated once this node's backward has run (their
+    /// AccumulateGrad becomes ready): accumulated_[accumulate_begin, + accumulate_count).
+    uint32_t accumulate_begin = 0;
+    uint32_t accumulate_count = 0;
   };
   /// A checkpointed region of one forward (2.7).
   struct Region {
@@ -33,10 +38,14 @@ class AutogradGraph {
     int32_t enclosing = -1;
   };
 
-  /// Capacity for a model of `modules` modules, so that steady-state forwards never allocate.
-  void reserve(size_t modules);
-  /// Forgets the previous forward's graph.
+  /// Capacity for a model of `modules` modules and `params` params, so that steady-state
+  /// forwards never allocate.
+  void reserve(size_t modules, size_t params);
+  /// Forgets the previous forward's graph; a new autograd execution (graph task) begins.
   void clear();
+  /// The forward replay of a reentrant region: its graph is run by a nested backward, a graph
+  /// task of its own.
+  void begin_nested_task() { ++task_; }
 
   /// False while a non-reentrant replay runs: torch discards the nodes it creates.
   [[nodiscard]] bool recording() const { return recording_; }
@@ -54,6 +63,12 @@ class AutogradGraph {
   /// A reentrant region's CheckpointFunction node, after its no_grad forward; it saves the
   /// region's inputs, so inside a non-reentrant region it is a saved tensor of that region too.
   void add_reentrant_region(const std::vector<model::Op>* body, ModuleIndex m);
+  /// A read of a param's data by `reader`'s forward with grad enabled (no saved tensor).
+  void add_data_read(ModuleIndex reader);
+  /// The newest node uses trainable param `p`. torch runs p's AccumulateGrad once per graph
+  /// task, when every use's backward has run: after the oldest use, since backward runs in
+  /// reverse creation order. So only p's first use in the current task is marked.
+  void add_use(ParamIndex p);
 
   /// Opens a non-reentrant region run by `m`; its saved input is a saved tensor of the region it
   /// is nested in. Returns that region, for close_region. During a discarded replay it opens a
@@ -67,9 +82,14 @@ class AutogradGraph {
 
   [[nodiscard]] size_t size() const { return nodes_.size(); }
   [[nodiscard]] const Node& node(size_t i) const { return nodes_[i]; }
+  /// The params whose gradient is accumulated right after `node`'s backward.
+  [[nodiscard]] std::span<const ParamIndex> accumulated(const Node& node) const {
+    return {accumulated_.data() + node.accumulate_begin, node.accumulate_count};
+  }
   /// Drops the nodes from `begin` on (a reentrant replay's nested graph, once it has run).
-  void truncate(size_t begin) { nodes_.resize(begin); }
+  void truncate(size_t begin);
   [[nodiscard]] Region& region(int32_t r) { return regions_[static_cast<size_t>(r)]; }
+  [[nodiscard]] const Region& region(int32_t r) const { return regions_[static_cast<size_t>(r)]; }
 
  private:
   void count_saved_tensor();
@@ -77,6 +97,9 @@ class AutogradGraph {
 
   std::vector<Node> nodes_;
   std::vector<Region> regions_;
+  std::vector<ParamIndex> accumulated_;  ///< per node, in node order (Node::accumulate_begin)
+  std::vector<uint32_t> use_task_;       ///< per param: the graph task of its first use, or 0
+  uint32_t task_ = 1;
   bool recording_ = true;
   bool stopping_ = false;
   int32_t replay_compute_left_ = 0;  ///< saved tensors the discarded replay still regenerates

@@ -24,10 +24,11 @@ Process::Process(const model::Scenario& scenario, const Options& options, int32_
       params_(initial_param_state(scenario)),
       modules_(initial_module_state(scenario, params_)),
       emitter_(scenario, params_, modules_, sink, first_seq),
-      zenflow_(scenario, params_, modules_, emitter_, options.discovery) {
+      zenflow_(scenario, params_, modules_, emitter_, options.discovery),
+      grad_reduction_(scenario, params_, modules_) {
   emitter_.context.rank = rank;
   returned_.resize(scenario.modules.size());
-  graph_.reserve(scenario.modules.size());
+  graph_.reserve(scenario.modules.size(), scenario.params.size());
 }
 
 RankResult Process::run() {
@@ -210,7 +211,11 @@ void Process::train_micro_step() {
           "grad, or use a non-reentrant checkpoint).");
   }
   in_graph_task_ = true;
+  grad_reduction_.begin_backward();
   run_backward(0);
+  // engine.backward's _backward_epilogue reduces the bucket (allreduce_gradients) before the
+  // optimizer's backward_epilogue releases the leftovers.
+  reduction_epilogue();
   coordinator_->release_backward_leftovers();
   in_graph_task_ = false;
   grad_enabled_ = false;

@@ -14,6 +14,7 @@
 #include "sim/collectives.h"
 #include "sim/coordinator.h"
 #include "sim/emitter.h"
+#include "sim/grad_reduction.h"
 #include "sim/history.h"
 #include "sim/saved_state_dicts.h"
 #include "sim/simulator.h"
@@ -60,6 +61,9 @@ class Process {
   void pre_backward(ModuleIndex m);
   void post_backward(ModuleIndex m);
   void unpack_region(int32_t region);
+  void accumulate_grad(const AutogradGraph::Node& node, ParamIndex p);
+  void reduction_epilogue();
+  [[nodiscard]] std::string autograd_execution(int32_t task_region) const;
   void replay(int32_t region);
   void register_external(ModuleIndex m, ParamIndex p, Status status_at_access);
   void handle_returns(ModuleIndex m);
@@ -100,6 +104,8 @@ class Process {
   bool overflow_ = false;  ///< the current optimizer step overflows (fp16): skipped
   AutogradGraph graph_;
   ZenflowLayout zenflow_;
+  GradReduction grad_reduction_;
+  int32_t backward_task_region_ = -1;  ///< the reentrant region whose nested backward runs, or -1
   SavedStateDicts saved_state_dicts_;
   std::vector<std::vector<ParamIndex>> returned_;  ///< per module: params returned this call
   int64_t invalidations_before_ = 0;

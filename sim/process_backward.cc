@@ -1,5 +1,7 @@
 // The backward of one process: autograd's node order, the backward hooks, activation-checkpoint
 // replay (semantics 2.5-2.8, docs/backward-order.md).
+#include <fmt/format.h>
+
 #include "sim/process.h"
 
 namespace zfetch::sim {
@@ -30,8 +32,76 @@ void Process::run_backward(size_t begin) {
     case AutogradGraph::Node::Kind::Checkpoint:
       unpack_region(node.region);  // CheckpointFunction.backward
       break;
+    case AutogradGraph::Node::Kind::DataRead:
+      break;
+    }
+    // AccumulateGrad has the highest priority: it runs as soon as it is ready.
+    for (ParamIndex p : graph_.accumulated(node)) {
+      accumulate_grad(node, p);
     }
   }
+}
+
+void Process::accumulate_grad(const AutogradGraph::Node& node, ParamIndex p) {
+  // The gradient has the param's full shape; accumulating it into a partitioned param's empty
+  // data (shape [0]) fails in torch's broadcast (seen on real DeepSpeed,
+  // scenarios/fidelity/f3_read_then_owner_release and f3c).
+  const std::vector<int64_t>& shape = scenario_.params[p].shape;
+  if (params_.status[p] != Status::Available && !params_.fast_sharded[p] && !shape.empty()) {
+    const std::string& name = scenario_.params[p].qualified_name;
+    const bool read = node.kind == AutogradGraph::Node::Kind::DataRead;
+    raise(OutcomeKind::Error,
+          fmt::format("The size of tensor a (0) must match the size of tensor b ({}) at "
+                      "non-singleton dimension {}",
+                      shape.back(), shape.size() - 1),
+          fmt::format(
+              "torch accumulates {}'s gradient once the backward of every op that used it has "
+              "run; the last of them to run is {} in module '{}''s forward, and by then {} is "
+              "partitioned again (its data is empty): the module does not fetch it for its "
+              "backward. A data read registers the param as the reader's external parameter only "
+              "when the getter discovers it, and the old getter (resident-skip) discovers only "
+              "NOT_AVAILABLE params: this one was AVAILABLE at the read, and was partitioned "
+              "afterwards (its owner's release, a partition-all or empty_partition_cache). PR "
+              "#8875's getter registers every access (--discovery residency-independent); or "
+              "register it with deepspeed.zero.register_external_parameter.",
+              name, read ? "the read of its data" : "the computation with it",
+              scenario_.modules[node.module].qualified_name, name),
+          model::kNone);
+  }
+  grad_reduction_.on_accumulated(p, backward_task_region_);
+}
+
+std::string Process::autograd_execution(int32_t task_region) const {
+  if (task_region < 0) {
+    return "engine.backward's own autograd execution";
+  }
+  const std::string& runner = scenario_.modules[graph_.region(task_region).module].qualified_name;
+  return fmt::format("the nested backward of the reentrant checkpoint run by {}",
+                     runner.empty() ? std::string("the root module") : "'" + runner + "'");
+}
+
+void Process::reduction_epilogue() {
+  const std::optional<GradReduction::Duplicate>& twice = grad_reduction_.duplicate();
+  if (!twice) {
+    return;
+  }
+  // __reduce_and_partition_ipg_grads: `assert len(set(p.ds_id for p in params_in_bucket)) ==
+  // len(params_in_bucket)`, a bare assert: DeepSpeed's message is empty (seen on real DeepSpeed,
+  // scenarios/fidelity/f1*).
+  raise(OutcomeKind::Error, "",
+        fmt::format(
+            "AssertionError in the stage-3 optimizer's __reduce_and_partition_ipg_grads, at the "
+            "gradient reduction that ends engine.backward: the reduce bucket holds {} twice. Its "
+            "gradient was accumulated in two autograd executions of one backward, {} and {}, and "
+            "each accumulation ran DeepSpeed's gradient hook, which adds the param to the bucket. "
+            "A reentrant checkpoint region runs a backward of its own, so a weight used inside "
+            "one and again outside it (or in two of them) is reduced twice. Use a non-reentrant "
+            "checkpoint (use_reentrant=False), or do not use the weight on both sides of the "
+            "region.",
+            scenario_.params[twice->param].qualified_name,
+            autograd_execution(twice->first_task_region),
+            autograd_execution(twice->second_task_region)),
+        model::kNone);
 }
 
 void Process::pre_backward(ModuleIndex m) {
@@ -74,9 +144,13 @@ void Process::replay(int32_t region_index) {
   grad_enabled_ = true;
   if (region.reentrant) {
     const size_t begin = graph_.size();
+    graph_.begin_nested_task();
     run_body(region.module, *region.body, true);
     emitter_.context.phase = Phase::Bwd;
-    run_backward(begin);  // the nested backward over the replayed graph
+    const int32_t outer_task = backward_task_region_;
+    backward_task_region_ = region_index;
+    run_backward(begin);  // the nested backward over the replayed graph: a graph task of its own
+    backward_task_region_ = outer_task;
     graph_.truncate(begin);
   } else {
     // [I] semantics 2.7 (non-reentrant), confirmed on DeepSpeed: the replay's own nodes are

@@ -127,6 +127,11 @@ bool Process::own_compute(ModuleIndex m, bool rg) {
   // on real DeepSpeed, ac_lifecycle-no_grad_checkpoint_input_direct_backward).
   if (grad_enabled_ && (rg || uses_trainable)) {
     graph_.add_compute(m);
+    for (ParamIndex p : modules_.own_params[m]) {
+      if (!params_.frozen[p]) {
+        graph_.add_use(p);
+      }
+    }
     return true;
   }
   return false;

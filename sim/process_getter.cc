@@ -46,7 +46,13 @@ bool Process::access(ModuleIndex context, const Op& op, bool rg) {
           "by the module, e.g. registered as its external parameter.",
           context);
     }
-    return rg || (grad_enabled_ && !params_.frozen[p]);
+    if (grad_enabled_ && !params_.frozen[p]) {
+      // The read is an op on the param: its gradient flows back through it (semantics 2.6).
+      graph_.add_data_read(context);
+      graph_.add_use(p);
+      return true;
+    }
+    return rg;
   }
   return rg;
 }

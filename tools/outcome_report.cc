@@ -49,7 +49,10 @@ std::string outcome_text(const model::Scenario& scenario, sim::Discovery discove
     out += fmt::format("warning: {}\n", warning);
   }
   if (outcome.failure) {
-    out += fmt::format("\nDeepSpeed raises:\n{}\n", outcome.failure->message);
+    // A bare `assert` raises an AssertionError whose message is empty (the JSON keeps it so).
+    const std::string& message = outcome.failure->message;
+    out += fmt::format("\nDeepSpeed raises:\n{}\n",
+                       message.empty() ? "(an exception with an empty message)" : message);
     if (!outcome.failure->explanation.empty()) {
       out += fmt::format("\nwhy:\n{}", outcome.failure->explanation);
       if (out.back() != '\n') {

@@ -13,7 +13,7 @@ using Kind = AutogradGraph::Node::Kind;
 TEST_SUITE("sim") {
   TEST_CASE("autograd_graph: a non-reentrant region counts its saved tensors") {
     AutogradGraph graph;
-    graph.reserve(4);
+    graph.reserve(4, 4);
     const std::vector<model::Op> body;
     graph.add_post_backward(0);
     const int32_t outer = graph.open_region(&body, 0, true);
@@ -52,6 +52,28 @@ TEST_SUITE("sim") {
     graph.end_discarded_replay();
     CHECK(graph.recording());
     CHECK_FALSE(graph.stopping());
+  }
+
+  TEST_CASE("autograd_graph: a param's gradient is accumulated after its oldest use, per task") {
+    AutogradGraph graph;
+    graph.reserve(4, 4);
+    graph.add_compute(1);
+    graph.add_use(0);
+    graph.add_use(1);
+    graph.add_data_read(2);
+    graph.add_use(0);  // a newer use of param 0: its backward runs before the compute's
+    REQUIRE(graph.size() == 2);
+    CHECK(graph.accumulated(graph.node(0)).size() == 2);
+    CHECK(graph.accumulated(graph.node(1)).empty());
+    // A reentrant replay's graph is a task of its own: param 0 is accumulated there too.
+    graph.begin_nested_task();
+    graph.add_compute(1);
+    graph.add_use(0);
+    REQUIRE(graph.accumulated(graph.node(2)).size() == 1);
+    CHECK(graph.accumulated(graph.node(2))[0] == 0);
+    graph.truncate(2);
+    CHECK(graph.size() == 2);
+    CHECK(graph.accumulated(graph.node(0)).size() == 2);
   }
 
   TEST_CASE("autograd_graph: a nested region's input is a saved tensor of the enclosing one") {

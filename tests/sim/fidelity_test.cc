@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tests/sim/sim_test_util.h"
 
@@ -16,6 +17,84 @@ using trace::EventKind;
 using trace::Phase;
 
 TEST_SUITE("sim") {
+  TEST_CASE("fidelity 1: a gradient accumulated in two autograd executions fails the reduction") {
+    // f1: `a` inside a reentrant region (its nested backward) and after it (the outer backward).
+    // f1b: the owner inside the region, its weight read as data after it. f1c: two regions.
+    for (const char* path : {"scenarios/fidelity/f1_grad_reduced_twice.yaml",
+                             "scenarios/fidelity/f1b_owner_in_region_read_outside.yaml",
+                             "scenarios/fidelity/f1c_two_reentrant_regions.yaml"}) {
+      for (Discovery d : {Discovery::ResidentSkip, Discovery::ResidencyIndependent}) {
+        const std::string name = path;
+        CAPTURE(name);
+        const Run run = simulate_file(path, d);
+        REQUIRE(run.outcome.kind == OutcomeKind::Error);
+        REQUIRE(run.outcome.failure.has_value());
+        CHECK(run.outcome.failure->message.empty());  // a bare assert
+        CHECK(run.outcome.failure->phase == Phase::Bwd);
+        CHECK(run.outcome.failure->explanation.find("holds a.weight twice") != std::string::npos);
+        // The reduction ends engine.backward: the error is its last event, no step follows.
+        REQUIRE_FALSE(run.events.empty());
+        CHECK(run.events.back().e.kind == EventKind::Error);
+        CHECK(select(run, EventKind::OptimizerStep).empty());
+      }
+    }
+  }
+
+  TEST_CASE("fidelity 1: a weight used once per autograd execution is reduced once") {
+    // The same shapes with a non-reentrant region (the original graph does the backward) pass.
+    const std::string yaml = R"(name: t
+world_size: 1
+input_requires_grad: true
+deepspeed:
+  zero_optimization: {stage: 3, stage3_param_persistence_threshold: 0}
+model:
+  name: model
+  children:
+    - {name: a, params: {weight: [8, 8]}}
+  forward:
+    - checkpoint: {reentrant: false}
+      body: [{call: a}]
+    - call: a
+schedule:
+  - train: {steps: 2}
+)";
+    const Run run = simulate_text(yaml);
+    CHECK(run.outcome.kind == OutcomeKind::Pass);
+    CHECK(select(run, EventKind::OptimizerStep).size() == 2);
+  }
+
+  TEST_CASE("fidelity 3: a gradient accumulated into a partitioned param fails with torch's size") {
+    // f3 ([8, 8]) and f3c ([4, 6]): the read of owner.weight is its oldest use, so its
+    // AccumulateGrad runs after the reader's backward, when the owner has released it again.
+    const std::pair<const char*, const char*> cases[] = {
+        {"scenarios/fidelity/f3_read_then_owner_release.yaml",
+         "The size of tensor a (0) must match the size of tensor b (8) at non-singleton "
+         "dimension 1"},
+        {"scenarios/fidelity/f3c_read_then_owner_release_4x6.yaml",
+         "The size of tensor a (0) must match the size of tensor b (6) at non-singleton "
+         "dimension 1"}};
+    for (const auto& [path, message] : cases) {
+      const std::string name = path;
+      CAPTURE(name);
+      const Run skip = simulate_file(path, Discovery::ResidentSkip);
+      REQUIRE(skip.outcome.kind == OutcomeKind::Error);
+      REQUIRE(skip.outcome.failure.has_value());
+      CHECK(skip.outcome.failure->message == message);
+      CHECK(skip.outcome.failure->phase == Phase::Bwd);
+      CHECK(skip.outcome.failure->engine == 1);
+      // Right after the reader's pre-backward: its own post-backward never runs.
+      const std::vector<OwnedEvent> pre = select(skip, EventKind::BackwardPre, 1);
+      REQUIRE_FALSE(pre.empty());
+      CHECK(pre.back().module == "reader");
+      CHECK(select(skip, EventKind::BackwardPost, 1).size() == 1);  // the owner's
+      // PR #8875 registers the read: the reader's pre-backward gathers the weight again.
+      CHECK(simulate_file(path, Discovery::ResidencyIndependent).outcome.kind == OutcomeKind::Pass);
+    }
+    // The owner's own backward is the last use when the read comes after it: nothing fails.
+    CHECK(simulate_file("scenarios/fidelity/f3b_owner_release_then_read.yaml").outcome.kind ==
+          OutcomeKind::Pass);
+  }
+
   TEST_CASE("fidelity 4: gather-group ids come from one counter, whichever engine's coordinator") {
     // Engine 1 re-uses the model: forward hooks call its coordinator, backward hooks engine 0's.
     // Engine 1 gathers 2 params per forward and 2 per backward over 3 steps: 12 groups, each id

@@ -1,0 +1,41 @@
+// Gradient reduction bookkeeping of one backward.
+#include "sim/grad_reduction.h"
+
+namespace zfetch::sim {
+
+GradReduction::GradReduction(const model::Scenario& scenario, const ParamState& params,
+                             const ModuleState& modules)
+    : leaf_param_(scenario.params.size(), 0),
+      added_in_(scenario.params.size(), 0),
+      added_by_(scenario.params.size(), -1) {
+  // z3_leaf_parameter: every param of a z3 leaf module's subtree (own_params is recursive there).
+  for (size_t m = 0; m < modules.leaf.size(); ++m) {
+    if (modules.leaf[m]) {
+      for (ParamIndex p : modules.own_params[m]) {
+        leaf_param_[static_cast<size_t>(params.canonical[p])] = 1;
+      }
+    }
+  }
+}
+
+void GradReduction::begin_backward() {
+  ++backward_;
+  duplicate_.reset();
+}
+
+void GradReduction::on_accumulated(ParamIndex p, int32_t task_region) {
+  const auto i = static_cast<size_t>(p);
+  if (leaf_param_[i]) {
+    return;
+  }
+  if (added_in_[i] == backward_) {
+    if (!duplicate_) {
+      duplicate_ = Duplicate{p, added_by_[i], task_region};
+    }
+    return;
+  }
+  added_in_[i] = backward_;
+  added_by_[i] = task_region;
+}
+
+}  // namespace zfetch::sim

@@ -1,0 +1,47 @@
+// The stage-3 optimizer's gradient reduction bookkeeping within one backward: which params'
+// gradients its hook has put into the reduce bucket, and the uniqueness its reduction asserts
+// (DeepSpeedZeroOptimizer_Stage3, snapshot edaa722; docs/backward-order.md section 7a).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "model/scenario.h"
+#include "sim/state.h"
+
+namespace zfetch::sim {
+
+class GradReduction {
+ public:
+  /// A param whose gradient entered the bucket twice, and the autograd executions that
+  /// accumulated it: the nested backward of a reentrant region (its index), or -1 for the
+  /// engine's own backward.
+  struct Duplicate {
+    ParamIndex param;
+    int32_t first_task_region;
+    int32_t second_task_region;
+  };
+
+  GradReduction(const model::Scenario& scenario, const ParamState& params,
+                const ModuleState& modules);
+
+  /// engine.backward begins: the bucket is empty (the previous epilogue reduced it).
+  void begin_backward();
+  /// p's gradient was accumulated (AccumulateGrad ran) in the autograd execution of
+  /// `task_region`: the post-accumulate hook `reduce_partition_and_remove_grads` adds p to the
+  /// bucket. z3 leaf params have no such hook (their leaf module's backward hook reduces them).
+  void on_accumulated(ParamIndex p, int32_t task_region);
+  /// The first param that is in the bucket twice when the epilogue reduces it, if any:
+  /// __reduce_and_partition_ipg_grads asserts len(set(ds_ids)) == len(params).
+  [[nodiscard]] const std::optional<Duplicate>& duplicate() const { return duplicate_; }
+
+ private:
+  std::vector<uint8_t> leaf_param_;
+  std::vector<uint32_t> added_in_;  ///< per param: the backward it was last added in
+  std::vector<int32_t> added_by_;   ///< per param: the task region that added it
+  uint32_t backward_ = 0;
+  std::optional<Duplicate> duplicate_;
+};
+
+}  // namespace zfetch::sim
