@@ -5,7 +5,9 @@ namespace zfetch::sim {
 
 GradReduction::GradReduction(const model::Scenario& scenario, const ParamState& params,
                              const ModuleState& modules)
-    : leaf_param_(scenario.params.size(), 0),
+    : params_(params),
+      modules_(modules),
+      leaf_param_(scenario.params.size(), 0),
       added_in_(scenario.params.size(), 0),
       added_by_(scenario.params.size(), -1) {
   // z3_leaf_parameter: every param of a z3 leaf module's subtree (own_params is recursive there).
@@ -24,13 +26,24 @@ void GradReduction::begin_backward() {
 }
 
 void GradReduction::on_accumulated(ParamIndex p, int32_t task_region) {
-  const auto i = static_cast<size_t>(p);
-  if (leaf_param_[i]) {
-    return;
+  if (!leaf_param_[static_cast<size_t>(p)]) {
+    add(p, task_region);
   }
+}
+
+void GradReduction::on_leaf_module_backward(ModuleIndex m, int32_t task_region) {
+  for (ParamIndex p : modules_.own_params[m]) {
+    if (!params_.frozen[p]) {
+      add(p, task_region);
+    }
+  }
+}
+
+void GradReduction::add(ParamIndex p, int32_t task_region) {
+  const auto i = static_cast<size_t>(p);
   if (added_in_[i] == backward_) {
     if (!duplicate_) {
-      duplicate_ = Duplicate{p, added_by_[i], task_region};
+      duplicate_ = Duplicate{p, added_by_[i], task_region, leaf_param_[i] != 0};
     }
     return;
   }

@@ -21,6 +21,7 @@ class GradReduction {
     ParamIndex param;
     int32_t first_task_region;
     int32_t second_task_region;
+    bool leaf;  ///< a z3 leaf param: added by its leaf module's backward hook, once per call
   };
 
   GradReduction(const model::Scenario& scenario, const ParamState& params,
@@ -32,11 +33,20 @@ class GradReduction {
   /// `task_region`: the post-accumulate hook `reduce_partition_and_remove_grads` adds p to the
   /// bucket. z3 leaf params have no such hook (their leaf module's backward hook reduces them).
   void on_accumulated(ParamIndex p, int32_t task_region);
+  /// The backward of one call of z3 leaf module `m`: its full backward hook
+  /// (`reduce_leaf_module_grads`) adds every trainable param of its subtree to the bucket, once
+  /// per call, so a leaf called twice in one backward is reduced twice (seen on real DeepSpeed,
+  /// scenarios/fidelity/f1e, f1f).
+  void on_leaf_module_backward(ModuleIndex m, int32_t task_region);
   /// The first param that is in the bucket twice when the epilogue reduces it, if any:
   /// __reduce_and_partition_ipg_grads asserts len(set(ds_ids)) == len(params).
   [[nodiscard]] const std::optional<Duplicate>& duplicate() const { return duplicate_; }
 
  private:
+  void add(ParamIndex p, int32_t task_region);
+
+  const ParamState& params_;
+  const ModuleState& modules_;
   std::vector<uint8_t> leaf_param_;
   std::vector<uint32_t> added_in_;  ///< per param: the backward it was last added in
   std::vector<int32_t> added_by_;   ///< per param: the task region that added it

@@ -28,6 +28,9 @@ void Process::run_backward(size_t begin) {
       if (node.region >= 0 && !graph_.region(node.region).replayed) {
         unpack_region(node.region);  // the first unpack of a saved tensor of the region
       }
+      if (modules_.leaf[node.module]) {
+        grad_reduction_.on_leaf_module_backward(node.module, backward_task_region_);
+      }
       break;
     case AutogradGraph::Node::Kind::Checkpoint:
       unpack_region(node.region);  // CheckpointFunction.backward
@@ -88,19 +91,30 @@ void Process::reduction_epilogue() {
   // __reduce_and_partition_ipg_grads: `assert len(set(p.ds_id for p in params_in_bucket)) ==
   // len(params_in_bucket)`, a bare assert: DeepSpeed's message is empty (seen on real DeepSpeed,
   // scenarios/fidelity/f1*).
+  const std::string head = fmt::format(
+      "AssertionError in the stage-3 optimizer's __reduce_and_partition_ipg_grads, at the "
+      "gradient reduction that ends engine.backward: the reduce bucket holds {} twice. ",
+      scenario_.params[twice->param].qualified_name);
+  if (twice->leaf) {
+    raise(OutcomeKind::Error, "",
+          head + fmt::format("It is a z3 leaf module's param: the leaf module's backward hook "
+                             "(reduce_leaf_module_grads) adds all of its params to the bucket at "
+                             "the backward of every call, here in {} and in {}. Call a z3 leaf "
+                             "module once per forward.",
+                             autograd_execution(twice->first_task_region),
+                             autograd_execution(twice->second_task_region)),
+          model::kNone);
+  }
   raise(OutcomeKind::Error, "",
-        fmt::format(
-            "AssertionError in the stage-3 optimizer's __reduce_and_partition_ipg_grads, at the "
-            "gradient reduction that ends engine.backward: the reduce bucket holds {} twice. Its "
-            "gradient was accumulated in two autograd executions of one backward, {} and {}, and "
-            "each accumulation ran DeepSpeed's gradient hook, which adds the param to the bucket. "
-            "A reentrant checkpoint region runs a backward of its own, so a weight used inside "
-            "one and again outside it (or in two of them) is reduced twice. Use a non-reentrant "
-            "checkpoint (use_reentrant=False), or do not use the weight on both sides of the "
-            "region.",
-            scenario_.params[twice->param].qualified_name,
-            autograd_execution(twice->first_task_region),
-            autograd_execution(twice->second_task_region)),
+        head + fmt::format(
+                   "Its gradient was accumulated in two autograd executions of one backward, {} "
+                   "and {}, and each accumulation ran DeepSpeed's gradient hook, which adds the "
+                   "param to the bucket. A reentrant checkpoint region runs a backward of its "
+                   "own, so a weight used inside one and again outside it (or in two of them) is "
+                   "reduced twice. Use a non-reentrant checkpoint (use_reentrant=False), or do not "
+                   "use the weight on both sides of the region.",
+                   autograd_execution(twice->first_task_region),
+                   autograd_execution(twice->second_task_region)),
         model::kNone);
 }
 

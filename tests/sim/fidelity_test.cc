@@ -32,6 +32,7 @@ TEST_SUITE("sim") {
         CHECK(run.outcome.failure->message.empty());  // a bare assert
         CHECK(run.outcome.failure->phase == Phase::Bwd);
         CHECK(run.outcome.failure->explanation.find("holds a.weight twice") != std::string::npos);
+        CHECK(run.outcome.failure->explanation.find("z3 leaf") == std::string::npos);
         // The reduction ends engine.backward: the error is its last event, no step follows.
         REQUIRE_FALSE(run.events.empty());
         CHECK(run.events.back().e.kind == EventKind::Error);
@@ -40,7 +41,23 @@ TEST_SUITE("sim") {
     }
   }
 
+  TEST_CASE("fidelity 1: a z3 leaf module's backward hook reduces its params at every call") {
+    // f1e: inside a reentrant region and outside it; f1f: called twice, no checkpoint.
+    for (const char* path : {"scenarios/fidelity/f1e_leaf_in_region_and_outside.yaml",
+                             "scenarios/fidelity/f1f_leaf_called_twice.yaml"}) {
+      const std::string name = path;
+      CAPTURE(name);
+      const Run run = simulate_file(path);
+      REQUIRE(run.outcome.kind == OutcomeKind::Error);
+      REQUIRE(run.outcome.failure.has_value());
+      CHECK(run.outcome.failure->message.empty());
+      CHECK(run.outcome.failure->explanation.find("z3 leaf module's param") != std::string::npos);
+    }
+  }
+
   TEST_CASE("fidelity 1: a weight used once per autograd execution is reduced once") {
+    CHECK(simulate_file("scenarios/fidelity/f1d_nonreentrant_reduced_once.yaml").outcome.kind ==
+          OutcomeKind::Pass);
     // The same shapes with a non-reentrant region (the original graph does the backward) pass.
     const std::string yaml = R"(name: t
 world_size: 1
