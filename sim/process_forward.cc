@@ -84,7 +84,10 @@ bool Process::call_module(ModuleIndex m, bool input_rg) {
     }
     for (ParamIndex p : returned_[m]) {
       if (!params_.frozen[p]) {
+        // The wrapped param flows on to whoever consumes it: its gradient comes back through
+        // this node, so the node is a use of the param (docs/backward-order.md 7a).
         graph_.add_pre_backward(m);
+        graph_.add_use(p);
       }
     }
   }
