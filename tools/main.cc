@@ -20,6 +20,8 @@ constexpr Command kCommands[] = {
      zfetch::tools::setup_check},
     {"sweep", "simulate every combination of config values; print timings",
      zfetch::tools::setup_sweep},
+    {"diff", "compare a recorded trace with an expected trace or order file",
+     zfetch::tools::setup_diff},
     {"graph", "print the module tree as Graphviz DOT", zfetch::tools::setup_graph},
     {"validate", "load scenarios or traces and report every problem",
      zfetch::tools::setup_validate},

@@ -55,16 +55,57 @@ constexpr std::array<std::string_view, 4> kStatusNames = {"", "AV", "NA", "IF"};
 static_assert(static_cast<size_t>(Status::Inflight) + 1 == kStatusNames.size(),
               "every Status needs a name");
 
-template <typename Enum, size_t N>
-std::optional<Enum> find_name(const std::array<std::string_view, N>& table, std::string_view name,
-                              size_t first) {
-  for (size_t i = first; i < N; ++i) {
-    if (table[i] == name) {
-      return static_cast<Enum>(i);
+// The names of a table grouped by length, so that a lookup (the reader does two per event)
+// compares only the few names of the right length, byte by byte without a call to memcmp.
+template <size_t N>
+class NameIndex {
+ public:
+  constexpr NameIndex(const std::array<std::string_view, N>& table, size_t first) : table_(table) {
+    for (size_t i = first; i < N; ++i) {
+      const size_t size = table[i].size();
+      if (size < kMaxSize) {
+        by_size_[size][count_[size]++] = static_cast<uint8_t>(i);
+      }
     }
   }
-  return std::nullopt;
+
+  [[nodiscard]] constexpr int find(std::string_view name) const {
+    const size_t size = name.size();
+    if (size >= kMaxSize) {
+      return -1;
+    }
+    // Most lengths hold one name; the first and last letters then rule out a wrong name
+    // before the full comparison.
+    for (size_t k = 0; k < count_[size]; ++k) {
+      const std::string_view candidate = table_[by_size_[size][k]];
+      if (size == 0 || (candidate[0] == name[0] && candidate[size - 1] == name[size - 1] &&
+                        std::equal(name.begin() + 1, name.end() - 1, candidate.begin() + 1))) {
+        return by_size_[size][k];
+      }
+    }
+    return -1;
+  }
+
+ private:
+  static constexpr size_t kMaxSize = 24;
+  static constexpr size_t kMaxPerSize = 6;
+  const std::array<std::string_view, N>& table_;
+  std::array<std::array<uint8_t, kMaxPerSize>, kMaxSize> by_size_{};
+  std::array<uint8_t, kMaxSize> count_{};
+};
+
+template <typename Enum, size_t N>
+std::optional<Enum> find_name(const NameIndex<N>& index, std::string_view name) {
+  const int i = index.find(name);
+  if (i < 0) {
+    return std::nullopt;
+  }
+  return static_cast<Enum>(i);
 }
+
+constexpr NameIndex kKindIndex(kKindNames, 0);
+constexpr NameIndex kPhaseIndex(kPhaseNames, 0);
+constexpr NameIndex kStatusIndex(kStatusNames, 1);
 
 size_t edit_distance(std::string_view a, std::string_view b) {
   std::vector<size_t> row(b.size() + 1);
@@ -96,13 +137,13 @@ std::string_view format_as(Status status) {
 }
 
 std::optional<EventKind> parse_event_kind(std::string_view name) {
-  return find_name<EventKind>(kKindNames, name, 0);
+  return find_name<EventKind>(kKindIndex, name);
 }
 std::optional<Phase> parse_phase(std::string_view name) {
-  return find_name<Phase>(kPhaseNames, name, 0);
+  return find_name<Phase>(kPhaseIndex, name);
 }
 std::optional<Status> parse_status(std::string_view name) {
-  return find_name<Status>(kStatusNames, name, 1);
+  return find_name<Status>(kStatusIndex, name);
 }
 
 std::span<const std::string_view> event_kind_names() {

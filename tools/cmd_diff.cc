@@ -1,0 +1,115 @@
+// zfetch diff RECORDED EXPECTED: compares a recorded trace with an expected trace (or an order
+// file), LLVM FileCheck-style; exit 0 equal, 1 different, 2 bad input.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "diag/render.h"
+#include "tools/commands.h"
+#include "tools/diff_render.h"
+#include "trace/diff.h"
+#include "trace/reader.h"
+
+namespace zfetch::tools {
+namespace {
+
+struct DiffCommandOptions {
+  std::string recorded;
+  std::string expected;
+  std::string fields;
+  std::string kinds;
+  int rank = -1;
+  bool ignore_ids = false;
+  bool all = false;
+  bool json = false;
+  size_t context = 2;
+};
+
+// The options' projection, or an error about the command line.
+bool make_projection(const DiffCommandOptions& o, trace::Projection& projection) {
+  std::string error;
+  if (!o.fields.empty()) {
+    auto fields = trace::parse_fields(o.fields, error);
+    if (!fields) {
+      std::fprintf(stderr, "command line: error: --fields: %s\n", error.c_str());
+      return false;
+    }
+    projection.fields = *fields;
+  }
+  if (!o.kinds.empty()) {
+    auto kinds = trace::parse_kinds(o.kinds, projection.skip_own_access, error);
+    if (!kinds) {
+      std::fprintf(stderr, "command line: error: --kinds: %s\n", error.c_str());
+      return false;
+    }
+    projection.kinds = *kinds;
+  }
+  projection.ignore_ids = o.ignore_ids;
+  projection.rank = o.rank;
+  return true;
+}
+
+int run_diff(const DiffCommandOptions& o) {
+  trace::DiffOptions options;
+  if (!make_projection(o, options.projection)) {
+    return kExitBadInput;
+  }
+  options.context = o.context;
+  std::ifstream recorded_in(o.recorded, std::ios::binary);
+  std::ifstream expected_in(o.expected, std::ios::binary);
+  for (const auto* file : {&o.recorded, &o.expected}) {
+    const bool ok =
+        file == &o.recorded ? static_cast<bool>(recorded_in) : static_cast<bool>(expected_in);
+    if (!ok) {
+      std::fprintf(stderr, "%s: error: cannot read file: %s\n", file->c_str(),
+                   std::strerror(errno));
+      return kExitBadInput;
+    }
+  }
+  trace::TraceReader recorded(recorded_in, o.recorded);
+  trace::TraceReader expected(expected_in, o.expected);
+  for (trace::TraceReader* reader : {&recorded, &expected}) {
+    if (!reader->read_header()) {
+      std::fputs(diag::render(*reader->error()).c_str(), stderr);
+      return kExitBadInput;
+    }
+  }
+  const trace::DiffReport report = trace::diff_traces(recorded, expected, options);
+  if (o.json) {
+    std::printf("%s\n", render_diff_json(report, o.recorded, o.expected).dump(2).c_str());
+  } else {
+    std::fputs(render_diff_text(report, o.recorded, o.expected, o.all).c_str(), stdout);
+  }
+  if (report.error) {
+    std::fputs(diag::render(*report.error).c_str(), stderr);
+    return kExitBadInput;
+  }
+  return report.equal() ? kExitOk : kExitMismatch;
+}
+
+}  // namespace
+
+void setup_diff(CLI::App& sub, std::function<int()>& action) {
+  auto o = std::make_shared<DiffCommandOptions>();
+  sub.add_option("recorded", o->recorded, "the recorded trace (.jsonl)")->required();
+  sub.add_option("expected", o->expected, "the expected trace (.jsonl)")->required();
+  sub.add_option("--fields", o->fields,
+                 "fields compared, comma-separated (default "
+                 "engine,step,micro_step,phase,kind,module,param; also trace_step, status, numel, "
+                 "bytes, rank, t_ns)");
+  sub.add_option("--kinds", o->kinds,
+                 "event kinds compared, comma-separated (default all; `recorded`: the kinds a "
+                 "recorder of real DeepSpeed writes)");
+  sub.add_option("--rank", o->rank, "compare only this rank's events");
+  sub.add_flag("--ignore-ids", o->ignore_ids,
+               "compare modules and params by name only (two processes' global ids differ)");
+  sub.add_flag("--all", o->all, "list every divergence, not only the first");
+  sub.add_flag("--json", o->json, "print the report as JSON (docs/diff.md)");
+  sub.add_option("--context", o->context, "events of context around a divergence (default 2)");
+  sub.callback([&action, o] { action = [o] { return run_diff(*o); }; });
+}
+
+}  // namespace zfetch::tools
