@@ -7,18 +7,14 @@
 --corpus takes what tools/recorder/device_corpus.sh produced (corpus.tgz, or the folder it unpacks to):
 per scenario and policy a result file (outcome, where it failed, the process's id bases) and the
 rank-0 trace.  For each, the simulator runs the same scenario and policy
-(``zfetch run YAML --discovery P --trace F --json``) and the two traces are compared on the event kinds
-the recorder covers (docs/deepspeed-validation.md, "Recorder"; tests/golden/real_agreement.cc), rank 0,
-each event projected onto the fields both sides define for its kind:
-
-    always      engine, step, micro_step, phase, kind
-    per kind    trace_step, module (name and id), param (name and id), status, numel, bytes, group
-
-``t_ns`` is ignored; module and param ids are normalised by the bases the runner recorded (the module
-counter and Init.param_id before the scenario; without them, inferred from the first root / param
-event); gather groups are renumbered by first appearance (per engine).  `access` events are compared only for
-reads of another module's param (the recorder sees no own-param reads).  The outcome is compared too
-(class, exact message, position).  Prints one row per run:
+(``zfetch run YAML --discovery P --trace F --json``) and ``zfetch diff`` compares the two traces
+(docs/diff.md) on the event kinds the recorder covers (``--kinds recorded``: own-param reads left
+out), rank 0, each event on the fields both sides write for its kind (engine, step, micro_step,
+phase, kind, trace_step, module, param, status, numel, bytes), ids ignored (a corpus run's ids are
+process-global); the params of one coalesced gather, wait or release compare as a set.  The
+outcome is compared here (class, exact message with ids made relative to the run's id bases,
+position).  A run that compared no event fails, and so does a --known-difference that no longer
+differs.  Prints one row per run:
 
     scenario  policy  outcome(real)  outcome(sim)  events(real/sim)  first-divergence
 
@@ -136,52 +132,6 @@ def infer_bases(real, sim):
     return {k: (v or 0) for k, v in bases.items()}
 
 
-def project(events, bases):
-    groups = {}
-    lines = []
-    for e in events:
-        parts = [f"{k}={e.get(k)}" for k in BASE_FIELDS]
-        for f in KIND_FIELDS[e["kind"]]:
-            if f == "module":
-                if "module_id" in e:
-                    parts.append(f"module={e['module'] or '<root>'}#{e['module_id'] - bases['module']}")
-                else:
-                    parts.append("module=-")
-            elif f == "param":
-                if "param_id" in e:
-                    parts.append(f"param={e['param']}#{e['param_id'] - bases['param']}")
-                else:
-                    parts.append("param=-")
-            elif f == "group":
-                g = e.get("group")
-                if g is not None:  # per engine: the simulator's coordinator numbers from 0 again
-                    g = groups.setdefault((e["engine"], g), len(groups))
-                parts.append(f"group={g}")
-            else:
-                parts.append(f"{f}={e.get(f, '-')}")
-        lines.append(" ".join(parts))
-    return lines
-
-
-def unordered_runs(lines):
-    """Sorts each run of consecutive wait or release events of one kind: fetch_sub_module waits on, and
-    release_sub_module frees, the params of a Python set of Parameters, whose iteration order (by
-    address hash) no run reproduces."""
-    out = list(lines)
-    i = 0
-    while i < len(out):
-        kind = next((k for k in (" kind=wait ", " kind=release ") if k in out[i] + " "), None)
-        if kind is None:
-            i += 1
-            continue
-        j = i
-        while j < len(out) and kind in out[j] + " ":
-            j += 1
-        out[i:j] = sorted(out[i:j])
-        i = j
-    return out
-
-
 def normalise_message(message, bases):
     """Process-global ids in a DeepSpeed message, made relative to the run's first ids."""
     if not message:
@@ -208,14 +158,6 @@ def canonical_message(message):
         items = _SUMMARY.findall(text)
         parts.append(_SUMMARY.sub("{}", text) + "|" + "|".join(sorted(items)))
     return "but got".join(parts)
-
-
-def first_divergence(a, b):
-    n = min(len(a), len(b))
-    for i in range(n):
-        if a[i] != b[i]:
-            return i
-    return None if len(a) == len(b) else n
 
 
 # ----------------------------------------------------------------------------------------------
@@ -302,8 +244,22 @@ def simulate(zfetch, yaml_path, policy, tmp):
         raise RuntimeError(f"zfetch run {yaml_path} exited {proc.returncode}: {proc.stderr.strip()[:500]}")
     sim_json = json.loads(proc.stdout)
     _, events = load_trace(out)
-    os.unlink(out)
-    return sim_json, events
+    return sim_json, events, out
+
+
+# What `zfetch diff` compares a recorded run on: the kinds a recorder writes (own-param reads left
+# out), rank 0, the fields both sides write for each kind; ids are process-global in a corpus run.
+DIFF_OPTIONS = ["--kinds", "recorded", "--rank", "0", "--ignore-ids", "--fields",
+                "engine,step,micro_step,phase,kind,trace_step,module,param,status,numel,bytes"]
+
+
+def zfetch_diff(zfetch, recorded, expected):
+    """`zfetch diff --json` of a recorded trace against a simulated one; raises on bad input."""
+    proc = subprocess.run([zfetch, "diff", recorded, expected, "--json"] + DIFF_OPTIONS,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"zfetch diff {recorded} exited {proc.returncode}: {proc.stderr.strip()[:500]}")
+    return json.loads(proc.stdout)
 
 
 def yaml_sha256(yaml_rel):
@@ -335,7 +291,7 @@ class Row:
 
 
 def compare_one(row, zfetch, yaml_rel, policy, real_trace, res, tmp, context, error_text=None):
-    sim_json, sim_all = simulate(zfetch, os.path.join(ROOT, yaml_rel), policy, tmp)
+    sim_json, sim_all, sim_path = simulate(zfetch, os.path.join(ROOT, yaml_rel), policy, tmp)
     sim_ev = compared_events(sim_all)
     row.sim = sim_json["outcome"]
     if real_trace is None or not os.path.exists(real_trace):
@@ -352,20 +308,21 @@ def compare_one(row, zfetch, yaml_rel, policy, real_trace, res, tmp, context, er
     real_cls = real_outcome_class(res, real_all)
     row.real = real_cls
     bases = res.get("bases") or infer_bases(real_ev, sim_ev)
-    a = unordered_runs(project(real_ev, bases))
-    b = unordered_runs(project(sim_ev, {"module": 0, "param": 0}))
-    row.events = f"{len(a)}/{len(b)}"
-    i = first_divergence(a, b)
     problems = []
-    if i is not None:
-        row.divergence = f"#{i}"
-        lo = max(0, i - context)
-        row.details.append(f"first divergence at compared event #{i} (real {len(a)}, simulated {len(b)}):")
-        for j in range(lo, i):
-            row.details.append(f"  both  #{j}: {a[j]}")
-        for j in range(i, min(i + context + 1, max(len(a), len(b)))):
-            row.details.append(f"  real  #{j}: {a[j] if j < len(a) else '(end of trace)'}")
-            row.details.append(f"  sim   #{j}: {b[j] if j < len(b) else '(end of trace)'}")
+    # The events are compared by `zfetch diff` (docs/diff.md), on the fields both sides write.
+    report = zfetch_diff(zfetch, real_trace, sim_path)
+    row.events = f"{report['compared']['recorded']}/{report['compared']['expected']}"
+    if report["compared"]["recorded"] == 0 or report["compared"]["expected"] == 0:
+        problems.append("nothing-compared")
+        row.details.append("no event was compared: the recorded or the simulated trace is empty")
+    if not report["equal"]:
+        first = report["divergences"][0] if report["divergences"] else None
+        row.divergence = f"line {first['line']}" if first else "trace"
+        s = report["summary"]
+        row.details.append(f"zfetch diff: {s['missing']} missing, {s['extra']} extra, {s['changed']} "
+                           f"changed; first: {first['message'] if first else '-'}")
+        if report.get("error"):
+            row.details.append(report["error"].rstrip())
         problems.append("trace")
     else:
         row.divergence = "none"
@@ -503,7 +460,15 @@ def main(argv=None):
     skipped = len(rows) - len(compared)
     print(f"\n{agree} agree, {len(compared) - agree} differ, {skipped} not compared (skipped or not run)")
     unexpected = [r for r in compared if not r.agree and r.scenario not in args.known_difference]
-    return 0 if not unexpected else 1
+    # A known difference that no longer differs is stale (drop it), and a run that compared
+    # nothing proves nothing.
+    stale = [k for k in args.known_difference
+             if not any(r.scenario == k and r.agree is False for r in compared)]
+    for k in stale:
+        print(f"error: --known-difference {k} no longer differs (or was not compared)")
+    if not compared:
+        print("error: no run was compared")
+    return 0 if not unexpected and not stale and compared else 1
 
 
 if __name__ == "__main__":
