@@ -1,5 +1,6 @@
 // Benchmarks of the fused gather, cudaMemcpyAsync and the NCCL paths (see bench.h).
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -101,25 +102,6 @@ Timing time_on(std::span<LocalRank> ranks, int samples, F&& enqueue) {
   return t;
 }
 
-// Params of a transformer-like bucket of about `bytes` bytes: per layer three large matrices
-// and one small vector; every size a multiple of `unit` elements (so slices are 16-byte aligned).
-std::vector<std::uint64_t> sweep_numels(std::uint64_t bytes, std::uint32_t elem_bytes,
-                                        std::uint64_t unit) {
-  const std::uint64_t total = bytes / elem_bytes;
-  if (total < 8 * unit) {
-    return {std::max(unit, total / unit * unit)};
-  }
-  const std::uint64_t layers = std::clamp<std::uint64_t>(bytes >> 24, 1, 4);
-  const std::uint64_t per_layer = total / layers;
-  const std::uint64_t vec = align_up(std::max<std::uint64_t>(per_layer / 2048, 1), unit);
-  const std::uint64_t mat = (per_layer - vec) / 3 / unit * unit;
-  std::vector<std::uint64_t> numels;
-  for (std::uint64_t l = 0; l < layers; ++l) {
-    numels.insert(numels.end(), {mat, mat, mat, vec});
-  }
-  return numels;
-}
-
 // Param buffers of a bucket laid out in an arena, each starting 256-byte aligned.
 std::vector<std::uint64_t> param_offsets(const BucketLayout& layout, std::uint64_t& set_bytes) {
   std::vector<std::uint64_t> off;
@@ -135,8 +117,8 @@ std::vector<std::uint64_t> param_offsets(const BucketLayout& layout, std::uint64
 // The kernel and a plain copy of the same bytes, on rank 0's GPU, `sim` shards in one buffer.
 void time_local(NcclWorld& world, const BucketLayout& layout, const BenchConfig& config,
                 Timing* memcpy_d2d, Timing& kernel, std::uint32_t* chunks,
-                int variant = kDefaultGatherVariant, std::uint32_t chunk_bytes = 0,
-                int grid_divisor = 1) {
+                double* table_build_ns = nullptr, int variant = kDefaultGatherVariant,
+                std::uint32_t chunk_bytes = 0, int grid_divisor = 1) {
   LocalRank& lr = world.local()[0];
   ZFETCH_CUDA_CHECK(cudaSetDevice(lr.device));
   std::uint64_t out_set = 0;
@@ -154,6 +136,18 @@ void time_local(NcclWorld& world, const BucketLayout& layout, const BenchConfig&
   }
   for (const std::uint64_t o : off) {
     dst.push_back(out.get() + o);
+  }
+  // The work table is built once per bucket shape and buffers (the replay builds each bucket's at
+  // first use and reuses it); its cost, host clock, median of 3 builds.
+  std::vector<double> builds;
+  for (int b = 0; b < 3; ++b) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const FusedGather probe(layout, src, dst, lr.stream, chunk_bytes, variant);
+    builds.push_back(
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
+  }
+  if (table_build_ns != nullptr) {
+    *table_build_ns = median(builds);
   }
   FusedGather gather(layout, src, dst, lr.stream, chunk_bytes, variant);
   gather.set_grid(gather.grid() / grid_divisor);
@@ -181,6 +175,8 @@ void time_local(NcclWorld& world, const BucketLayout& layout, const BenchConfig&
 struct NcclTimes {
   Timing all_gather;
   Timing ag_copies;
+  Timing ag_graph;
+  Timing ag_batched;
   Timing ag_kernel;
   Timing reduce_scatter;
   Timing kernel_world;  // fused kernel alone from the gathered buffer (rank 0's GPU)
@@ -188,7 +184,7 @@ struct NcclTimes {
 };
 
 NcclTimes time_nccl(NcclWorld& world, const BucketLayout& layout, const BenchConfig& config,
-                    bool collectives_alone) {
+                    bool collectives_alone, bool copy_baselines) {
   struct PerRank {
     DeviceBuffer send;
     DeviceBuffer recv;
@@ -261,6 +257,57 @@ NcclTimes time_nccl(NcclWorld& world, const BucketLayout& layout, const BenchCon
       t.copies = copy_params_per_slice(layout, pr.recv.get() + k * recv_set, dst, lr.stream);
     }
   });
+  if (copy_baselines) {
+    // The per-slice copies the fastest ways CUDA offers: captured once per rank and buffer set
+    // as a CUDA graph (one launch replays them), and one cudaMemcpyBatchAsync call.
+    std::vector<std::vector<cudaGraphExec_t>> graphs(ranks.size());
+    std::size_t q = 0;
+    for (LocalRank& lr : world.local()) {
+      PerRank& pr = ranks[q];
+      ZFETCH_CUDA_CHECK(cudaSetDevice(lr.device));
+      for (std::uint64_t k = 0; k < k64; ++k) {
+        for (std::size_t i = 0; i < off.size(); ++i) {
+          dst[i] = pr.out.get() + k * out_set + off[i];
+        }
+        cudaGraph_t graph = nullptr;
+        cudaGraphExec_t exec = nullptr;
+        ZFETCH_CUDA_CHECK(cudaStreamBeginCapture(lr.stream, cudaStreamCaptureModeThreadLocal));
+        copy_params_per_slice(layout, pr.recv.get() + k * recv_set, dst, lr.stream);
+        ZFETCH_CUDA_CHECK(cudaStreamEndCapture(lr.stream, &graph));
+        ZFETCH_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        ZFETCH_CUDA_CHECK(cudaGraphDestroy(graph));
+        graphs[q].push_back(exec);
+      }
+      ++q;
+    }
+    t.ag_graph = time_on(world.local(), config.samples, [&](int it) {
+      const auto k = static_cast<std::uint64_t>(it % sets);
+      gather_all(k);
+      std::size_t r = 0;
+      for (LocalRank& lr : world.local()) {
+        ZFETCH_CUDA_CHECK(cudaSetDevice(lr.device));
+        ZFETCH_CUDA_CHECK(cudaGraphLaunch(graphs[r++][k], lr.stream));
+      }
+    });
+    for (std::vector<cudaGraphExec_t>& per_rank : graphs) {
+      for (cudaGraphExec_t exec : per_rank) {
+        ZFETCH_CUDA_CHECK(cudaGraphExecDestroy(exec));
+      }
+    }
+    t.ag_batched = time_on(world.local(), config.samples, [&](int it) {
+      const auto k = static_cast<std::uint64_t>(it % sets);
+      gather_all(k);
+      std::size_t r = 0;
+      for (LocalRank& lr : world.local()) {
+        PerRank& pr = ranks[r++];
+        ZFETCH_CUDA_CHECK(cudaSetDevice(lr.device));
+        for (std::size_t i = 0; i < off.size(); ++i) {
+          dst[i] = pr.out.get() + k * out_set + off[i];
+        }
+        copy_params_batched(layout, pr.recv.get() + k * recv_set, dst, lr.stream);
+      }
+    });
+  }
   t.ag_kernel = time_on(world.local(), config.samples, [&](int it) {
     const auto k = static_cast<std::uint64_t>(it % sets);
     gather_all(k);
@@ -300,17 +347,16 @@ BenchResult run_bench(NcclWorld& world, const BenchConfig& config) {
   result.device = prop.name;
   const auto w = static_cast<std::uint32_t>(world.world_size());
   const std::uint64_t unit = 8ULL * std::lcm(config.sim_world, w);
-  for (std::uint64_t bytes = config.min_bytes; bytes <= config.max_bytes;
-       bytes *= bytes < (16ULL << 20) ? 4 : 2) {
-    const std::vector<std::uint64_t> numels = sweep_numels(bytes, 2, unit);
+  for (const std::uint64_t bytes : bench_bucket_sizes(config.min_bytes, config.max_bytes)) {
+    const std::vector<std::uint64_t> numels = bench_bucket_numels(bytes, 2, unit);
     SweepPoint p;
     const BucketLayout sim = make_bucket_layout(numels, config.sim_world, 2);
     p.bytes = sim.output_bytes();
     p.params = static_cast<std::uint32_t>(numels.size());
-    time_local(world, sim, config, &p.memcpy_d2d, p.kernel, &p.chunks);
+    time_local(world, sim, config, &p.memcpy_d2d, p.kernel, &p.chunks, &p.table_build_ns);
     const BucketLayout real = make_bucket_layout(numels, w, 2);
     p.gathered_bytes = real.gathered_bytes();
-    const NcclTimes t = time_nccl(world, real, config, true);
+    const NcclTimes t = time_nccl(world, real, config, true, false);
     p.all_gather = t.all_gather;
     p.ag_copies = t.ag_copies;
     p.ag_kernel = t.ag_kernel;
@@ -322,7 +368,8 @@ BenchResult run_bench(NcclWorld& world, const BenchConfig& config) {
     if (bytes > config.max_bytes || !config.variants) {
       continue;
     }
-    const BucketLayout sim = make_bucket_layout(sweep_numels(bytes, 2, unit), config.sim_world, 2);
+    const BucketLayout sim =
+        make_bucket_layout(bench_bucket_numels(bytes, 2, unit), config.sim_world, 2);
     // {variant, chunk bytes (0: auto), grid divisor}
     static constexpr int kTrials[][3] = {{5, 0, 1}, {6, 0, 1},    {7, 0, 1}, {1, 0, 1},
                                          {0, 0, 1}, {0, 8192, 2}, {4, 0, 1}};
@@ -332,7 +379,7 @@ BenchResult run_bench(NcclWorld& world, const BenchConfig& config) {
       vp.variant = trial[0];
       vp.chunk_bytes = static_cast<std::uint32_t>(trial[1]);
       vp.grid_divisor = trial[2];
-      time_local(world, sim, config, &vp.memcpy_d2d, vp.kernel, &vp.chunks, vp.variant,
+      time_local(world, sim, config, &vp.memcpy_d2d, vp.kernel, &vp.chunks, nullptr, vp.variant,
                  vp.chunk_bytes, vp.grid_divisor);
       result.variants.push_back(vp);
     }
@@ -346,11 +393,13 @@ BenchResult run_bench(NcclWorld& world, const BenchConfig& config) {
   const BucketLayout sim = make_bucket_layout(numels, config.sim_world, 2);
   s.params = config.small_params;
   s.bytes = sim.output_bytes();
-  time_local(world, sim, config, &s.memcpy_d2d, s.kernel_sim, nullptr);
+  time_local(world, sim, config, &s.memcpy_d2d, s.kernel_sim, &s.table_chunks, &s.table_build_ns);
   const BucketLayout real = make_bucket_layout(numels, w, 2);
-  const NcclTimes t = time_nccl(world, real, config, false);
+  const NcclTimes t = time_nccl(world, real, config, false, true);
   s.kernel_world = t.kernel_world;
   s.ag_copies = t.ag_copies;
+  s.ag_graph = t.ag_graph;
+  s.ag_batched = t.ag_batched;
   s.ag_kernel = t.ag_kernel;
   s.copies = t.copies;
   // Pinned host-to-device copies, 4 KiB to 256 MiB, back to back on one stream (each starts

@@ -40,6 +40,7 @@ struct SweepPoint {
   Timing ag_copies;                  ///< all-gather + one cudaMemcpyAsync per (param, rank) slice
   Timing ag_kernel;                  ///< all-gather + the fused kernel
   Timing reduce_scatter;             ///< ncclReduceScatter, input gathered_bytes
+  double table_build_ns = 0;  ///< building the kernel's work table and uploading it (host clock)
 };
 
 struct SmallParamsPoint {
@@ -49,8 +50,12 @@ struct SmallParamsPoint {
   Timing memcpy_d2d;
   Timing kernel_world;  ///< fused gather from the W-rank gathered buffer (NCCL's layout)
   Timing kernel_sim;    ///< fused gather of sim_world shards
-  Timing ag_copies;
-  Timing ag_kernel;
+  Timing ag_copies;     ///< all-gather + one host-launched cudaMemcpyAsync per slice (DeepSpeed)
+  Timing ag_graph;      ///< all-gather + the same copies replayed as one captured CUDA graph
+  Timing ag_batched;    ///< all-gather + the same copies as one cudaMemcpyBatchAsync
+  Timing ag_kernel;     ///< all-gather + the fused kernel
+  double table_build_ns = 0;  ///< the fused kernel's work table built and uploaded (host clock)
+  std::uint32_t table_chunks = 0;
 };
 
 /// One kernel variant / chunk size on a large bucket, with a memcpy of the same run.

@@ -10,13 +10,13 @@
 namespace zfetch::gpu {
 
 /// A failed CUDA or NCCL call. The message reads `file:line: error: <call> failed: <reason>`
-/// (nccl-tests CUDACHECK/NCCLCHECK); the check macros have already written it to stderr.
+/// (nccl-tests CUDACHECK/NCCLCHECK); the caller (tools/gpu) prints it.
 class GpuError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
-/// Writes `message` to stderr and throws GpuError with it; never returns.
+/// Throws GpuError with `file:line: error: message`; never returns.
 [[noreturn]] void fail(const char* file, int line, const std::string& message);
 
 }  // namespace zfetch::gpu

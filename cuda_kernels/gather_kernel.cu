@@ -4,7 +4,6 @@
 // threads copies a chunk with 16-byte vectors when source and destination share their
 // alignment, else 4-byte words (funnel-shifted when they differ mod 4).
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 
 #include "cuda_kernels/check.h"
@@ -13,9 +12,7 @@
 namespace zfetch::gpu {
 
 void fail(const char* file, int line, const std::string& message) {
-  const std::string full = std::string(file) + ":" + std::to_string(line) + ": error: " + message;
-  std::fprintf(stderr, "%s\n", full.c_str());
-  throw GpuError(full);
+  throw GpuError(std::string(file) + ":" + std::to_string(line) + ": error: " + message);
 }
 
 namespace {
@@ -191,6 +188,20 @@ __global__ void __launch_bounds__(Threads)
   group_copy<Threads, Unroll, 0>(c.dst + dst_shift, c.src + src_shift, c.bytes, threadIdx.x);
 }
 
+// The planted padding bug: every param's padding W - N mod W instead of (W - N mod W) mod W.
+BucketLayout padding_off_by_one(const BucketLayout& layout) {
+  BucketLayout wrong = layout;
+  wrong.rank_numel = 0;
+  for (std::size_t i = 0; i < wrong.params.size(); ++i) {
+    ParamPartition& p = wrong.params[i];
+    p.padding = layout.world - p.numel % layout.world;
+    p.part_numel = (p.numel + p.padding) / layout.world;
+    wrong.input_offset[i] = wrong.rank_numel;
+    wrong.rank_numel += p.part_numel;
+  }
+  return wrong;
+}
+
 }  // namespace
 
 TileShape tile_shape(int variant) {
@@ -266,7 +277,7 @@ int gather_resident_blocks() {
 
 FusedGather::FusedGather(const BucketLayout& layout, std::span<const std::byte* const> rank_src,
                          std::span<std::byte* const> param_dst, cudaStream_t stream,
-                         std::uint32_t max_chunk_bytes, int variant)
+                         std::uint32_t max_chunk_bytes, int variant, PlantedBug planted)
     : variant_(variant) {
   const int resident = gather_resident_blocks();
   const auto warps = static_cast<std::uint32_t>(resident * (kGatherThreads / 32));
@@ -278,7 +289,11 @@ FusedGather::FusedGather(const BucketLayout& layout, std::span<const std::byte* 
   if (tile.threads != 0) {
     chunk_bytes_ = std::min(chunk_bytes_, tile.bytes);
   }
-  const std::vector<ChunkDesc> table = build_work_table(layout, chunk_bytes_);
+  std::vector<ChunkDesc> table = build_work_table(
+      planted == PlantedBug::PaddingOffByOne ? padding_off_by_one(layout) : layout, chunk_bytes_);
+  if (planted == PlantedBug::Overrun && !table.empty()) {
+    table.back().bytes += 16;
+  }
   std::vector<DeviceChunk> host(table.size());
   for (std::size_t k = 0; k < table.size(); ++k) {
     const ChunkDesc& c = table[k];
@@ -299,12 +314,9 @@ FusedGather::FusedGather(const BucketLayout& layout, std::span<const std::byte* 
 
 FusedGather::~FusedGather() {
   if (table_ != nullptr) {
-    // Destructors must not throw; a failure here is reported and ignored.
-    const cudaError_t err = cudaFree(table_);
-    if (err != cudaSuccess) {
-      std::fprintf(stderr, "%s:%d: error: cudaFree failed: %s\n", __FILE__, __LINE__,
-                   cudaGetErrorString(err));
-    }
+    // Destructors must not throw and a library does not print: a failed free is ignored (a
+    // sticky CUDA error surfaces at the next checked call).
+    static_cast<void>(cudaFree(table_));
   }
 }
 

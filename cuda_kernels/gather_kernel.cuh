@@ -35,6 +35,13 @@ inline constexpr int kGatherVariants = 8;
 inline constexpr int kDefaultGatherVariant = 5;
 inline constexpr int kPersistentGatherVariant = 1;
 
+/// Bugs planted on purpose so that tests can show `zfetch-gpu verify` reports each one (never set
+/// outside those tests): Overrun: the table's last chunk copies 16 bytes too many (writes past its
+/// param's end); PaddingOffByOne: the table is built with padding W - N mod W (the outer mod W
+/// left out, so params whose size W divides are laid out one element per rank too long); Race:
+/// the gather is launched on a stream not ordered after its inputs' upload (verify plants it).
+enum class PlantedBug { None, Overrun, PaddingOffByOne, Race };
+
 /// A tile variant's block: `threads` threads copying chunks of at most `bytes`; {0, 0} for the
 /// persistent variants.
 struct TileShape {
@@ -67,7 +74,8 @@ class FusedGather {
   /// streams the kernel runs on do not order after it (seen: wrong elements on an H200).
   FusedGather(const BucketLayout& layout, std::span<const std::byte* const> rank_src,
               std::span<std::byte* const> param_dst, cudaStream_t stream,
-              std::uint32_t max_chunk_bytes = 0, int variant = kDefaultGatherVariant);
+              std::uint32_t max_chunk_bytes = 0, int variant = kDefaultGatherVariant,
+              PlantedBug planted = PlantedBug::None);
   ~FusedGather();
   FusedGather(const FusedGather&) = delete;
   FusedGather& operator=(const FusedGather&) = delete;

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 #include <thread>
+#include <vector>
 
 #include "cuda_kernels/check.h"
 #include "cuda_kernels/nccl_world.h"
@@ -86,17 +87,14 @@ NcclWorld::NcclWorld(NcclWorld&& other) noexcept
 }
 
 NcclWorld::~NcclWorld() {
-  // Destructors must not throw: failures are reported and ignored.
+  // Destructors must not throw, and a library does not print: a failed teardown is ignored (a
+  // sticky CUDA error surfaces at the next checked call; the process is ending otherwise).
   for (LocalRank& lr : local_) {
-    if (cudaSetDevice(lr.device) != cudaSuccess ||
-        cudaStreamSynchronize(lr.stream) != cudaSuccess ||
-        cudaStreamDestroy(lr.stream) != cudaSuccess) {
-      std::fprintf(stderr, "%s:%d: error: stream teardown failed on device %d\n", __FILE__,
-                   __LINE__, lr.device);
+    if (cudaSetDevice(lr.device) == cudaSuccess &&
+        cudaStreamSynchronize(lr.stream) == cudaSuccess) {
+      static_cast<void>(cudaStreamDestroy(lr.stream));
     }
-    if (ncclCommDestroy(lr.comm) != ncclSuccess) {
-      std::fprintf(stderr, "%s:%d: error: ncclCommDestroy failed\n", __FILE__, __LINE__);
-    }
+    static_cast<void>(ncclCommDestroy(lr.comm));
   }
 }
 
@@ -151,6 +149,36 @@ std::size_t copy_params_per_slice(const BucketLayout& layout, const std::byte* g
     }
   }
   return copies;
+}
+
+std::size_t copy_params_batched(const BucketLayout& layout, const std::byte* gathered,
+                                std::span<std::byte* const> param_dst, cudaStream_t stream) {
+  const std::uint64_t eb = layout.elem_bytes;
+  std::vector<void*> dsts;
+  std::vector<const void*> srcs;
+  std::vector<std::size_t> sizes;
+  for (std::size_t i = 0; i < layout.params.size(); ++i) {
+    const ParamPartition& p = layout.params[i];
+    for (std::uint32_t r = 0; r < layout.world; ++r) {
+      const std::uint64_t n = real_numel(p, r);
+      if (n == 0) {
+        break;
+      }
+      srcs.push_back(gathered + r * layout.rank_bytes() + layout.input_offset[i] * eb);
+      dsts.push_back(param_dst[i] + r * p.part_numel * eb);
+      sizes.push_back(n * eb);
+    }
+  }
+  if (!dsts.empty()) {
+    // One attribute for every copy: sources read in stream order (they are written by the
+    // all-gather just before).
+    cudaMemcpyAttributes attr{};
+    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    std::size_t attr_index = 0;
+    ZFETCH_CUDA_CHECK(cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), dsts.size(),
+                                           &attr, &attr_index, 1, stream));
+  }
+  return dsts.size();
 }
 
 }  // namespace zfetch::gpu

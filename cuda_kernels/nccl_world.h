@@ -77,4 +77,9 @@ void reduce_scatter(NcclWorld& world, std::span<const std::byte* const> send,
 std::size_t copy_params_per_slice(const BucketLayout& layout, const std::byte* gathered,
                                   std::span<std::byte* const> param_dst, cudaStream_t stream);
 
+/// The same copies issued as one cudaMemcpyBatchAsync (CUDA 12.8+; the copies of a batch may run
+/// in any order, which is fine: they never overlap). Returns the number of copies.
+std::size_t copy_params_batched(const BucketLayout& layout, const std::byte* gathered,
+                                std::span<std::byte* const> param_dst, cudaStream_t stream);
+
 }  // namespace zfetch::gpu

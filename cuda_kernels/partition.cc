@@ -85,6 +85,32 @@ std::uint32_t choose_chunk_bytes(std::uint64_t total_bytes, std::uint32_t concur
   return static_cast<std::uint32_t>(std::clamp(rounded, kMin, kMax));
 }
 
+std::vector<std::uint64_t> bench_bucket_sizes(std::uint64_t min_bytes, std::uint64_t max_bytes) {
+  std::vector<std::uint64_t> sizes;
+  for (std::uint64_t bytes = std::max<std::uint64_t>(min_bytes, 1); bytes <= max_bytes;
+       bytes *= bytes < (16ULL << 20) ? 4 : 2) {
+    sizes.push_back(bytes);
+  }
+  return sizes;
+}
+
+std::vector<std::uint64_t> bench_bucket_numels(std::uint64_t bytes, std::uint32_t elem_bytes,
+                                               std::uint64_t unit) {
+  const std::uint64_t total = bytes / elem_bytes;
+  if (total < 8 * unit) {
+    return {std::max(unit, total / unit * unit)};
+  }
+  const std::uint64_t layers = std::clamp<std::uint64_t>(bytes >> 24, 1, 4);
+  const std::uint64_t per_layer = total / layers;
+  const std::uint64_t vec = (std::max<std::uint64_t>(per_layer / 2048, 1) + unit - 1) / unit * unit;
+  const std::uint64_t mat = (per_layer - vec) / 3 / unit * unit;
+  std::vector<std::uint64_t> numels;
+  for (std::uint64_t l = 0; l < layers; ++l) {
+    numels.insert(numels.end(), {mat, mat, mat, vec});
+  }
+  return numels;
+}
+
 namespace {
 
 void store_bits(std::byte* at, std::uint32_t elem_bytes, std::uint64_t bits) {

@@ -64,6 +64,19 @@ struct ChunkDesc {
 [[nodiscard]] std::uint32_t choose_chunk_bytes(std::uint64_t total_bytes,
                                                std::uint32_t concurrent_warps);
 
+/// The bucket sizes `zfetch-gpu bench` sweeps (and `verify --bench-sizes` checks): `min_bytes`,
+/// then x4 up to 16 MiB, then x2, up to `max_bytes`.
+[[nodiscard]] std::vector<std::uint64_t> bench_bucket_sizes(std::uint64_t min_bytes,
+                                                            std::uint64_t max_bytes);
+
+/// The params (numels, in id order) of the transformer-like bucket of about `bytes` bytes that
+/// bench times: per layer (1 to 4 layers, one per 16 MiB) three large matrices and one small
+/// vector; every size a multiple of `unit` elements (so that every rank's slice is 16-byte
+/// aligned when `unit` is a multiple of 8 * W); one param below 8 units.
+[[nodiscard]] std::vector<std::uint64_t> bench_bucket_numels(std::uint64_t bytes,
+                                                             std::uint32_t elem_bytes,
+                                                             std::uint64_t unit);
+
 /// Counter-based hash (splitmix64 finaliser over the inputs), the pattern of
 /// NVIDIA/nccl-tests verifiable/verifiable.cu: test data is a pure function of its coordinates.
 [[nodiscard]] constexpr std::uint64_t mix64(std::uint64_t x) {

@@ -80,8 +80,10 @@ void check_output(const BucketLayout& layout, std::uint64_t seed, const Placemen
     expected.resize(n * eb);
     fill_expected_param(eb, seed, i, expected);
     const std::byte* param = got + pl.dst[i];
-    for (std::uint64_t j = 0; j < n; ++j) {
-      stats.wrong += std::memcmp(param + j * eb, expected.data() + j * eb, eb) != 0 ? 1 : 0;
+    if (std::memcmp(param, expected.data(), n * eb) != 0) {  // count elements only when needed
+      for (std::uint64_t j = 0; j < n; ++j) {
+        stats.wrong += std::memcmp(param + j * eb, expected.data() + j * eb, eb) != 0 ? 1 : 0;
+      }
     }
     cursor = pl.dst[i] + n * eb;
     stats.bytes += n * eb;
@@ -169,53 +171,168 @@ int variant_of(const VerifyConfig& config) {
   return config.variant < 0 ? kDefaultGatherVariant : config.variant;
 }
 
+std::uint32_t bucket_count(const VerifyConfig& config) {
+  return config.fixed_buckets.empty() ? config.buckets
+                                      : static_cast<std::uint32_t>(config.fixed_buckets.size());
+}
+
+// Bucket `index` of the check: a random one, or fixed bucket `index` over `world` ranks.
+RandomBucket bucket_at(const VerifyConfig& config, std::uint32_t index, std::uint32_t world,
+                       std::uint32_t force_world) {
+  if (config.fixed_buckets.empty()) {
+    return random_bucket(config.seed, index, world, config.max_elems, force_world);
+  }
+  RandomBucket b;
+  b.world = force_world > 0 ? force_world : world;
+  b.elem_bytes = 2;
+  b.numels = config.fixed_buckets[index];
+  b.dst_misalign.assign(b.numels.size(), 0);
+  b.src_misalign.assign(b.world, 0);
+  return b;
+}
+
+// Slack after the inputs: the planted padding bug reads up to one element per param past a
+// rank's input, which must stay inside the arena (verify reports wrong data, not a crash).
+std::uint64_t input_slack(const BucketLayout& layout) {
+  return 4096 + layout.params.size() * 8;
+}
+
+// Spins for `ns` of the global timer: holds a stream back (the planted race's window).
+__global__ void delay_kernel(std::uint64_t ns) {
+  std::uint64_t start = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  for (std::uint64_t now = start; now - start < ns;) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  }
+}
+
+// Device buffers of one bucket in per-allocation mode: one cudaMalloc per rank input and per
+// param output, each exactly as large as the bucket needs (plus its misalignment).
+struct OwnAllocations {
+  std::vector<DeviceBuffer> inputs;
+  std::vector<DeviceBuffer> outputs;
+};
+
 // One worker: its own stream, arenas and pinned buffers; buckets first, first + step, ...
 void verify_kernel_worker(const VerifyConfig& config, int device, std::uint32_t first,
                           std::uint32_t step, VerifyStats& stats) {
   ZFETCH_CUDA_CHECK(cudaSetDevice(device));
-  // Inputs hold the real elements plus padding (< W per param) and per-rank alignment;
-  // outputs the real elements plus alignment and guard per param.
-  const std::uint64_t in_cap = config.max_elems * 4 + kMaxParams * config.max_world * 4 +
-                               std::uint64_t{config.max_world} * 512 + 4096;
-  const std::uint64_t out_cap = config.max_elems * 4 + kMaxParams * (512 + kGuard) + 4096;
-  DeviceBuffer in(in_cap);
-  DeviceBuffer out(out_cap);
+  const std::uint32_t count = bucket_count(config);
+  const std::uint32_t world = config.fixed_buckets.empty() ? config.max_world : config.fixed_world;
+  // Arenas as large as this worker's largest bucket needs.
+  std::uint64_t in_cap = 16;
+  std::uint64_t out_cap = 16;
+  for (std::uint32_t bi = first; bi < count; bi += step) {
+    const RandomBucket b = bucket_at(config, bi, world, 0);
+    const BucketLayout layout = make_bucket_layout(b.numels, b.world, b.elem_bytes);
+    const Placement pl = place(b, layout);
+    in_cap = std::max(in_cap, pl.in_bytes + input_slack(layout));
+    out_cap = std::max(out_cap, pl.out_bytes);
+  }
+  DeviceBuffer in(config.per_allocation ? 0 : in_cap);
+  DeviceBuffer out(config.per_allocation ? 0 : out_cap);
   PinnedBuffer host_in(in_cap);
   PinnedBuffer host_out(out_cap);
   cudaStream_t stream = nullptr;
+  cudaStream_t racing = nullptr;  // the planted race's gather stream
+  cudaEvent_t poisoned = nullptr;
   ZFETCH_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  for (std::uint32_t bi = first; bi < config.buckets; bi += step) {
-    const RandomBucket b = random_bucket(config.seed, bi, config.max_world, config.max_elems);
+  ZFETCH_CUDA_CHECK(cudaStreamCreateWithFlags(&racing, cudaStreamNonBlocking));
+  ZFETCH_CUDA_CHECK(cudaEventCreateWithFlags(&poisoned, cudaEventDisableTiming));
+  const bool race = config.planted == PlantedBug::Race;
+  for (std::uint32_t bi = first; bi < count; bi += step) {
+    const RandomBucket b = bucket_at(config, bi, world, 0);
     const BucketLayout layout = make_bucket_layout(b.numels, b.world, b.elem_bytes);
     const Placement pl = place(b, layout);
-    if (pl.in_bytes > in_cap || pl.out_bytes > out_cap) {
-      fail(__FILE__, __LINE__, "verify bucket exceeds its arena (internal sizing bug)");
-    }
     std::memset(host_in.get(), static_cast<int>(kInputFill), pl.in_bytes);
     for (std::uint32_t r = 0; r < b.world; ++r) {
       fill_rank_input(layout, config.seed, r,
                       std::span<std::byte>(host_in.get() + pl.src[r], layout.rank_bytes()));
     }
-    ZFETCH_CUDA_CHECK(
-        cudaMemcpyAsync(in.get(), host_in.get(), pl.in_bytes, cudaMemcpyHostToDevice, stream));
-    ZFETCH_CUDA_CHECK(cudaMemsetAsync(out.get(), static_cast<int>(kPoison), pl.out_bytes, stream));
     std::vector<const std::byte*> src;
     std::vector<std::byte*> dst;
-    for (const std::uint64_t o : pl.src) {
-      src.push_back(in.get() + o);
+    OwnAllocations own;
+    if (config.per_allocation) {
+      // Sources readable to the next 4-byte boundary (FusedGather's precondition), no further;
+      // each output exactly its misalignment plus its param's bytes.
+      for (std::uint32_t r = 0; r < b.world; ++r) {
+        const std::uint64_t misalign = b.flat_source ? 0 : b.src_misalign[r];
+        own.inputs.push_back(DeviceBuffer::exact((misalign + layout.rank_bytes() + 3) / 4 * 4));
+        src.push_back(own.inputs.back().get() + misalign);
+      }
+      for (std::size_t i = 0; i < layout.params.size(); ++i) {
+        own.outputs.push_back(
+            DeviceBuffer::exact(b.dst_misalign[i] + layout.params[i].numel * b.elem_bytes));
+        dst.push_back(own.outputs.back().get() + b.dst_misalign[i]);
+      }
+    } else {
+      for (const std::uint64_t o : pl.src) {
+        src.push_back(in.get() + o);
+      }
+      for (const std::uint64_t o : pl.dst) {
+        dst.push_back(out.get() + o);
+      }
     }
-    for (const std::uint64_t o : pl.dst) {
-      dst.push_back(out.get() + o);
+    // Outputs poisoned, then (the planted race: only on `stream`, behind a 2 ms delay that the
+    // gather on `racing` does not wait for) the inputs uploaded.
+    if (config.per_allocation) {
+      for (DeviceBuffer& o : own.outputs) {
+        ZFETCH_CUDA_CHECK(cudaMemsetAsync(o.get(), static_cast<int>(kPoison), o.size(), stream));
+      }
+    } else {
+      ZFETCH_CUDA_CHECK(
+          cudaMemsetAsync(out.get(), static_cast<int>(kPoison), pl.out_bytes, stream));
     }
-    const FusedGather gather(layout, src, dst, stream, b.chunk_bytes, variant_of(config));
-    gather.launch(stream);
-    ZFETCH_CUDA_CHECK(
-        cudaMemcpyAsync(host_out.get(), out.get(), pl.out_bytes, cudaMemcpyDeviceToHost, stream));
+    if (race) {
+      if (!config.per_allocation) {
+        ZFETCH_CUDA_CHECK(
+            cudaMemsetAsync(in.get(), static_cast<int>(kInputFill), pl.in_bytes, stream));
+      }
+      ZFETCH_CUDA_CHECK(cudaEventRecord(poisoned, stream));
+      delay_kernel<<<1, 1, 0, stream>>>(2'000'000);
+      ZFETCH_CUDA_CHECK_LAUNCH();
+    }
+    if (config.per_allocation) {
+      for (std::uint32_t r = 0; r < b.world; ++r) {
+        std::byte* at = own.inputs[r].get() + (b.flat_source ? 0 : b.src_misalign[r]);
+        ZFETCH_CUDA_CHECK(cudaMemcpyAsync(at, host_in.get() + pl.src[r], layout.rank_bytes(),
+                                          cudaMemcpyHostToDevice, stream));
+      }
+    } else {
+      ZFETCH_CUDA_CHECK(
+          cudaMemcpyAsync(in.get(), host_in.get(), pl.in_bytes, cudaMemcpyHostToDevice, stream));
+    }
+    const FusedGather gather(layout, src, dst, stream, b.chunk_bytes, variant_of(config),
+                             config.planted);
+    if (race) {
+      ZFETCH_CUDA_CHECK(cudaStreamWaitEvent(racing, poisoned, 0));
+      gather.launch(racing);
+      ZFETCH_CUDA_CHECK(cudaStreamSynchronize(racing));
+    } else {
+      gather.launch(stream);
+    }
+    if (config.per_allocation) {
+      // Each output, its misalignment prefix included, into its place in the host image (whose
+      // other bytes stay poison: the guard check then covers the prefixes).
+      std::memset(host_out.get(), static_cast<int>(kPoison), pl.out_bytes);
+      for (std::size_t i = 0; i < own.outputs.size(); ++i) {
+        if (own.outputs[i].size() > 0) {
+          ZFETCH_CUDA_CHECK(cudaMemcpyAsync(host_out.get() + pl.dst[i] - b.dst_misalign[i],
+                                            own.outputs[i].get(), own.outputs[i].size(),
+                                            cudaMemcpyDeviceToHost, stream));
+        }
+      }
+    } else {
+      ZFETCH_CUDA_CHECK(
+          cudaMemcpyAsync(host_out.get(), out.get(), pl.out_bytes, cudaMemcpyDeviceToHost, stream));
+    }
     ZFETCH_CUDA_CHECK(cudaStreamSynchronize(stream));
     check_output(layout, config.seed, pl, host_out.get(), stats);
     stats.chunks += gather.num_chunks();
     count_bucket(b, stats);
   }
+  ZFETCH_CUDA_CHECK(cudaEventDestroy(poisoned));
+  ZFETCH_CUDA_CHECK(cudaStreamDestroy(racing));
   ZFETCH_CUDA_CHECK(cudaStreamDestroy(stream));
 }
 
@@ -237,7 +354,7 @@ void merge(VerifyStats& into, const VerifyStats& s) {
 VerifyStats verify_kernel(const VerifyConfig& config) {
   int device = 0;
   ZFETCH_CUDA_CHECK(cudaGetDevice(&device));
-  const std::uint32_t workers = std::max(1u, std::min(config.threads, config.buckets));
+  const std::uint32_t workers = std::max(1u, std::min(config.threads, bucket_count(config)));
   std::vector<VerifyStats> parts(workers);
   std::vector<std::exception_ptr> errors(workers);
   std::vector<std::thread> threads;
@@ -268,9 +385,17 @@ VerifyStats verify_kernel(const VerifyConfig& config) {
 NcclVerifyStats verify_nccl(NcclWorld& world, const VerifyConfig& config) {
   NcclVerifyStats stats;
   const auto w = static_cast<std::uint32_t>(world.world_size());
-  const std::uint64_t rank_cap = config.max_elems * 4 / w + kMaxParams * 4 + 4096;
-  const std::uint64_t gathered_cap = rank_cap * w + 4096;
-  const std::uint64_t out_cap = config.max_elems * 4 + kMaxParams * (512 + kGuard) + 4096;
+  const std::uint32_t count = bucket_count(config);
+  // Buffers as large as the largest bucket needs.
+  std::uint64_t rank_cap = 16;
+  std::uint64_t out_cap = 16;
+  for (std::uint32_t bi = 0; bi < count; ++bi) {
+    const RandomBucket b = bucket_at(config, bi, w, w);
+    const BucketLayout layout = make_bucket_layout(b.numels, w, b.elem_bytes);
+    rank_cap = std::max(rank_cap, layout.rank_bytes() + input_slack(layout));
+    out_cap = std::max(out_cap, place(b, layout).out_bytes);
+  }
+  const std::uint64_t gathered_cap = rank_cap * w;
   struct PerRank {
     DeviceBuffer send;
     DeviceBuffer gathered;
@@ -284,16 +409,13 @@ NcclVerifyStats verify_nccl(NcclWorld& world, const VerifyConfig& config) {
   }
   PinnedBuffer host_all(gathered_cap);
   PinnedBuffer host_got(std::max(gathered_cap, out_cap));
-  for (std::uint32_t bi = 0; bi < config.buckets; ++bi) {
-    RandomBucket b = random_bucket(config.seed, bi, w, config.max_elems, w);
+  for (std::uint32_t bi = 0; bi < count; ++bi) {
+    RandomBucket b = bucket_at(config, bi, w, w);
     b.flat_source = true;
     std::fill(b.src_misalign.begin(), b.src_misalign.end(), 0);
     const BucketLayout layout = make_bucket_layout(b.numels, w, b.elem_bytes);
     const Placement pl = place(b, layout);
     const std::uint64_t rb = layout.rank_bytes();
-    if (pl.out_bytes > out_cap || layout.gathered_bytes() > gathered_cap) {
-      fail(__FILE__, __LINE__, "verify bucket exceeds its arena (internal sizing bug)");
-    }
     for (std::uint32_t r = 0; r < w; ++r) {
       fill_rank_input(layout, config.seed, r, std::span<std::byte>(host_all.get() + r * rb, rb));
     }
@@ -322,9 +444,11 @@ NcclVerifyStats verify_nccl(NcclWorld& world, const VerifyConfig& config) {
       ZFETCH_CUDA_CHECK(cudaMemcpyAsync(host_got.get(), pr.gathered.get(), layout.gathered_bytes(),
                                         cudaMemcpyDeviceToHost, lr.stream));
       ZFETCH_CUDA_CHECK(cudaStreamSynchronize(lr.stream));
-      for (std::uint64_t e = 0; e < layout.gathered_bytes(); e += b.elem_bytes) {
-        stats.all_gather.wrong +=
-            std::memcmp(host_got.get() + e, host_all.get() + e, b.elem_bytes) != 0 ? 1 : 0;
+      if (std::memcmp(host_got.get(), host_all.get(), layout.gathered_bytes()) != 0) {
+        for (std::uint64_t e = 0; e < layout.gathered_bytes(); e += b.elem_bytes) {
+          stats.all_gather.wrong +=
+              std::memcmp(host_got.get() + e, host_all.get() + e, b.elem_bytes) != 0 ? 1 : 0;
+        }
       }
       stats.all_gather.bytes += layout.gathered_bytes();
       count_bucket(b, stats.all_gather);
@@ -341,6 +465,15 @@ NcclVerifyStats verify_nccl(NcclWorld& world, const VerifyConfig& config) {
       ZFETCH_CUDA_CHECK(cudaStreamSynchronize(lr.stream));
       check_output(layout, config.seed, pl, host_got.get(), stats.per_slice);
       count_bucket(b, stats.per_slice);
+      // The same copies as one batch (a baseline bench times).
+      ZFETCH_CUDA_CHECK(
+          cudaMemsetAsync(pr.out.get(), static_cast<int>(kPoison), pl.out_bytes, lr.stream));
+      stats.batched.chunks += copy_params_batched(layout, pr.gathered.get(), dst, lr.stream);
+      ZFETCH_CUDA_CHECK(cudaMemcpyAsync(host_got.get(), pr.out.get(), pl.out_bytes,
+                                        cudaMemcpyDeviceToHost, lr.stream));
+      ZFETCH_CUDA_CHECK(cudaStreamSynchronize(lr.stream));
+      check_output(layout, config.seed, pl, host_got.get(), stats.batched);
+      count_bucket(b, stats.batched);
       // The fused kernel from the same gathered buffer.
       std::vector<const std::byte*> src;
       for (std::uint32_t r = 0; r < w; ++r) {
@@ -348,7 +481,8 @@ NcclVerifyStats verify_nccl(NcclWorld& world, const VerifyConfig& config) {
       }
       ZFETCH_CUDA_CHECK(
           cudaMemsetAsync(pr.out.get(), static_cast<int>(kPoison), pl.out_bytes, lr.stream));
-      const FusedGather gather(layout, src, dst, lr.stream, b.chunk_bytes, variant_of(config));
+      const FusedGather gather(layout, src, dst, lr.stream, b.chunk_bytes, variant_of(config),
+                               config.planted);
       gather.launch(lr.stream);
       ZFETCH_CUDA_CHECK(cudaMemcpyAsync(host_got.get(), pr.out.get(), pl.out_bytes,
                                         cudaMemcpyDeviceToHost, lr.stream));

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "cuda_kernels/gather_kernel.cuh"
 #include "cuda_kernels/nccl_world.h"
 #include "cuda_kernels/partition.h"
 
@@ -50,6 +51,16 @@ struct VerifyConfig {
   std::uint64_t max_elems = 1u << 20;  ///< elements per bucket at most
   std::uint32_t threads = 8;           ///< host threads (own streams) of the kernel check
   int variant = -1;                    ///< gather kernel variant; -1: kDefaultGatherVariant
+  /// Every rank input and every param output of the kernel check its own cudaMalloc of exactly
+  /// its bytes (sources rounded up to 4, the kernel's precondition), so that compute-sanitizer
+  /// memcheck sees any access past a buffer (in the arenas it would land in a neighbour).
+  bool per_allocation = false;
+  /// When not empty, these buckets (bf16, params' numels in id order, no misalignment) are
+  /// checked instead of `buckets` random ones: the kernel over `fixed_world` simulated ranks'
+  /// shards, NCCL over the world's ranks (what `bench` times; bench_bucket_numels).
+  std::vector<std::vector<std::uint64_t>> fixed_buckets;
+  std::uint32_t fixed_world = 8;
+  PlantedBug planted = PlantedBug::None;  ///< test-only: a bug verify must report
 };
 
 /// The fused kernel on the current device, W simulated ranks' shards all on it.
@@ -59,6 +70,7 @@ struct VerifyConfig {
 struct NcclVerifyStats {
   VerifyStats all_gather;  ///< the gathered flat buffer against every rank's input
   VerifyStats per_slice;   ///< all-gather then one cudaMemcpyAsync per (param, rank) slice
+  VerifyStats batched;     ///< all-gather then the same copies as one cudaMemcpyBatchAsync
   VerifyStats fused;       ///< all-gather then the fused kernel from the gathered buffer
 };
 

@@ -143,6 +143,27 @@ TEST_SUITE("cuda") {
     CHECK(choose_chunk_bytes(1ULL << 40, 8448) == 65536);
   }
 
+  TEST_CASE("bench buckets: x4 up to 16 MiB, then x2; sizes a multiple of the unit") {
+    const std::vector<std::uint64_t> sizes = bench_bucket_sizes(4096, 1ULL << 30);
+    REQUIRE(sizes.size() == 13);  // 4 KiB .. 16 MiB (7), 32 MiB .. 1 GiB (6)
+    CHECK(sizes.front() == 4096);
+    CHECK(sizes[6] == (16ULL << 20));
+    CHECK(sizes[7] == (32ULL << 20));
+    CHECK(sizes.back() == (1ULL << 30));
+    for (const std::uint64_t bytes : sizes) {
+      const std::vector<std::uint64_t> numels = bench_bucket_numels(bytes, 2, 64);
+      std::uint64_t total = 0;
+      for (const std::uint64_t n : numels) {
+        CHECK(n % 64 == 0);
+        total += n * 2;
+      }
+      CHECK(total <= bytes);
+      CHECK(total + numels.size() * 64 * 2 * 2 >= bytes);  // short by less than a unit per param
+    }
+    CHECK(bench_bucket_numels(64ULL << 20, 2, 64).size() == 16);  // 4 layers of 4 params
+    check_bucket(bench_bucket_numels(1ULL << 20, 2, 64), 8, 2, 8192);
+  }
+
   TEST_CASE("median: the middle value, or the mean of the middle two; 0 when empty") {
     CHECK(median({}) == 0.0);
     CHECK(median({5.0, 1.0, 3.0}) == 3.0);

@@ -1,5 +1,5 @@
 // zfetch-gpu: checks and timings of ZeRO-3 parameter gathers on real GPUs (verify, bench,
-// launch); the only place in cuda_kernels/ that prints and chooses exit codes.
+// launch, replay): the driver of the cuda_kernels/ library, which never prints or exits.
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 #include <sys/wait.h>
@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,8 +23,9 @@
 #include "cuda_kernels/check.h"
 #include "cuda_kernels/gather_kernel.cuh"
 #include "cuda_kernels/nccl_world.h"
-#include "cuda_kernels/replay_cmd.h"
+#include "cuda_kernels/partition.h"
 #include "cuda_kernels/verify.h"
+#include "tools/gpu/cmd_replay.h"
 
 namespace {
 
@@ -90,6 +92,10 @@ void print_stats(const char* what, const VerifyStats& s) {
 
 struct VerifyOptions {
   VerifyConfig config;
+  bool bench_sizes = false;
+  std::uint64_t min_bytes = 4096;
+  std::uint64_t max_bytes = 1ULL << 30;
+  std::string plant;
   std::uint32_t nccl_buckets = 200;
   bool no_nccl = false;
   bool no_kernel = false;
@@ -102,19 +108,41 @@ int run_verify(const VerifyOptions& o) {
     return kExitSkip;
   }
   std::uint64_t wrong = 0;
-  const bool multiprocess = launch_env().has_value();
+  const std::optional<LaunchEnv> env = launch_env();
+  const bool multiprocess = env.has_value();
+  VerifyConfig config = o.config;
+  if (o.bench_sizes) {
+    // The buckets bench times, with bench's unit (every slice 16-byte aligned for W and the
+    // simulated world): the kernel over fixed_world simulated ranks, NCCL over the real ones.
+    const int gpus = o.max_gpus > 0 ? std::min(o.max_gpus, visible_gpus()) : visible_gpus();
+    const auto w = static_cast<std::uint64_t>(multiprocess ? env->world_size : gpus);
+    const std::uint64_t unit = 8ULL * std::lcm(std::uint64_t{config.fixed_world}, w);
+    for (const std::uint64_t bytes : bench_bucket_sizes(o.min_bytes, o.max_bytes)) {
+      config.fixed_buckets.push_back(bench_bucket_numels(bytes, 2, unit));
+    }
+  }
+  if (o.plant == "overrun") {
+    config.planted = PlantedBug::Overrun;
+  } else if (o.plant == "padding") {
+    config.planted = PlantedBug::PaddingOffByOne;
+  } else if (o.plant == "race") {
+    config.planted = PlantedBug::Race;
+  }
   if (!o.no_kernel && !multiprocess) {
     const auto t0 = std::chrono::steady_clock::now();
-    const VerifyStats s = verify_kernel(o.config);
+    const VerifyStats s = verify_kernel(config);
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     print_stats("fused kernel (W shards on 1 GPU)", s);
-    std::printf("  seed %llu, %.1f s\n", static_cast<unsigned long long>(o.config.seed), secs);
+    std::printf("  seed %llu, %.1f s%s%s%s\n", static_cast<unsigned long long>(config.seed), secs,
+                config.per_allocation ? ", one allocation per rank input and param output" : "",
+                o.bench_sizes ? ", bench's bucket sizes" : "",
+                o.plant.empty() ? "" : (", PLANTED BUG: " + o.plant).c_str());
     wrong += s.wrong + s.guard_wrong;
   }
   if (!o.no_nccl) {
     NcclWorld world = make_world(o.max_gpus);
-    VerifyConfig c = o.config;
+    VerifyConfig c = config;
     c.buckets = o.nccl_buckets;
     const NcclVerifyStats s = verify_nccl(world, c);
     const std::string mode =
@@ -123,9 +151,10 @@ int run_verify(const VerifyOptions& o) {
     std::printf("%snccl: %s\n", prefix().c_str(), mode.c_str());
     print_stats("ncclAllGather flat buffer", s.all_gather);
     print_stats("all-gather + per-slice memcpy", s.per_slice);
+    print_stats("all-gather + cudaMemcpyBatchAsync", s.batched);
     print_stats("all-gather + fused kernel", s.fused);
-    wrong += s.all_gather.wrong + s.per_slice.wrong + s.per_slice.guard_wrong + s.fused.wrong +
-             s.fused.guard_wrong;
+    wrong += s.all_gather.wrong + s.per_slice.wrong + s.per_slice.guard_wrong + s.batched.wrong +
+             s.batched.guard_wrong + s.fused.wrong + s.fused.guard_wrong;
   }
   std::printf("%s# wrong elements: %llu %s\n", prefix().c_str(),
               static_cast<unsigned long long>(wrong), wrong == 0 ? "OK" : "FAILED");
@@ -227,7 +256,11 @@ int run_bench_cmd(const BenchOptions& o) {
                               {"kernel_sim_world_ns", s.kernel_sim.median_ns},
                               {"memcpy_d2d_ns", s.memcpy_d2d.median_ns},
                               {"allgather_plus_memcpys_ns", s.ag_copies.median_ns},
-                              {"allgather_plus_kernel_ns", s.ag_kernel.median_ns}};
+                              {"allgather_plus_memcpy_graph_ns", s.ag_graph.median_ns},
+                              {"allgather_plus_memcpy_batch_ns", s.ag_batched.median_ns},
+                              {"allgather_plus_kernel_ns", s.ag_kernel.median_ns},
+                              {"table_chunks", s.table_chunks},
+                              {"table_build_ns", s.table_build_ns}};
   j["notes"] = fmt::format(
       "bytes: allgather = gathered output (W*rank input), reduce_scatter = input, gather_kernel ="
       " real param bytes reassembled from {} simulated ranks' shards on one GPU; medians of {} "
@@ -288,6 +321,17 @@ int run_bench_cmd(const BenchOptions& o) {
       s.memcpy_d2d.median_ns / 1e3, s.ag_copies.median_ns / 1e3, s.ag_kernel.median_ns / 1e3,
       s.ag_copies.median_ns / s.kernel_world.median_ns,
       s.ag_copies.median_ns / s.ag_kernel.median_ns);
+  std::printf("SMALL path=allgather+memcpys_host_launched us=%.2f\n", s.ag_copies.median_ns / 1e3);
+  std::printf("SMALL path=allgather+memcpys_cuda_graph us=%.2f\n", s.ag_graph.median_ns / 1e3);
+  std::printf("SMALL path=allgather+cudaMemcpyBatchAsync us=%.2f\n", s.ag_batched.median_ns / 1e3);
+  std::printf("SMALL path=allgather+fused_kernel us=%.2f\n", s.ag_kernel.median_ns / 1e3);
+  std::printf("SMALL path=fused_kernel_alone us=%.2f\n", s.kernel_world.median_ns / 1e3);
+  std::printf("SMALL path=memcpy_of_all_bytes us=%.2f\n", s.memcpy_d2d.median_ns / 1e3);
+  std::printf(
+      "# work table: %u chunks (W=%u sim) built and uploaded in %.1f us (host clock, median of 3);"
+      " built once per bucket shape, then every gather of that bucket reuses it; largest sweep "
+      "bucket: %.1f us\n",
+      s.table_chunks, r.sim_world, s.table_build_ns / 1e3, big.table_build_ns / 1e3);
   std::printf(
       "# h2d pinned %.1f GB/s (256 MiB), fit alpha %.2f us %.1f GB/s | d2d copy %.1f GB/s | "
       "allgather alpha %.2f us algbw %.1f busbw %.1f GB/s | kernel alpha %.2f us %.1f GB/s | "
@@ -372,6 +416,21 @@ int main(int argc, char** argv) {
   verify->add_option("--max-gpus", vo.max_gpus, "use at most this many local GPUs (0: all)");
   verify->add_flag("--no-nccl", vo.no_nccl, "skip the NCCL check");
   verify->add_flag("--no-kernel", vo.no_kernel, "skip the single-GPU kernel check");
+  verify->add_flag("--per-allocation", vo.config.per_allocation,
+                   "every rank input and param output its own exact cudaMalloc (for memcheck)");
+  verify->add_flag(
+      "--bench-sizes", vo.bench_sizes,
+      "check the buckets bench times (--min-bytes..--max-bytes) instead of random ones");
+  verify->add_option("--min-bytes", vo.min_bytes, "smallest bench bucket (--bench-sizes)");
+  verify->add_option("--max-bytes", vo.max_bytes, "largest bench bucket (--bench-sizes)");
+  verify
+      ->add_option("--sim-world", vo.config.fixed_world,
+                   "simulated ranks of the kernel check (--bench-sizes)")
+      ->check(CLI::Range(1, 1024));
+  verify
+      ->add_option("--plant", vo.plant,
+                   "test only: plant a bug verify must report (exit 1): overrun, padding, race")
+      ->check(CLI::IsMember({"overrun", "padding", "race"}));
   verify->callback([&] { action = [&] { return run_verify(vo); }; });
 
   BenchOptions bo;
@@ -406,8 +465,9 @@ int main(int argc, char** argv) {
   }
   try {
     return action ? action() : kExitUsage;
-  } catch (const GpuError&) {
-    return kExitError;  // already reported with file:line
+  } catch (const GpuError& e) {
+    std::fprintf(stderr, "%s\n", e.what());  // file:line: error: <call> failed: <reason>
+    return kExitError;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "zfetch-gpu: error: %s\n", e.what());
     return kExitError;

@@ -1,5 +1,5 @@
 // `zfetch-gpu replay SCHEDULE`: execute a replay schedule, compare with the timeline's prediction.
-#include "cuda_kernels/replay_cmd.h"
+#include "tools/gpu/cmd_replay.h"
 
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
