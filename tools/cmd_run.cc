@@ -26,6 +26,7 @@ struct RunOptions {
   std::string trace_path;
   std::string timeline_path;
   std::string replay_schedule_path;
+  std::string calibration_path;  // instead of the scenario's timing.calibration
   bool json = false;
   bool per_module = false;
 };
@@ -77,7 +78,9 @@ int run(const RunOptions& options) {
   }
 
   // The timeline stamps simulated time on every event before the trace writer sees it.
-  const sim::CalibrationResult calibration = sim::resolve_calibration(*scenario);
+  const sim::CalibrationResult calibration =
+      options.calibration_path.empty() ? sim::resolve_calibration(*scenario)
+                                       : sim::load_calibration_file(options.calibration_path);
   if (!calibration.calibration) {
     for (const model::Diagnostic& diagnostic : calibration.diagnostics) {
       std::fputs(diag::render(diagnostic).c_str(), stderr);
@@ -143,6 +146,9 @@ void setup_run(CLI::App& sub, std::function<int()>& action) {
                  "write the simulated timeline as Chrome trace JSON (Perfetto, chrome://tracing)");
   sub.add_option("--replay-schedule", options->replay_schedule_path,
                  "write rank 0's timeline as a schedule for `zfetch-gpu replay` (JSON)");
+  sub.add_option("--calibration", options->calibration_path,
+                 "time with this calibration file (e.g. from `zfetch-gpu bench --out`) instead of "
+                 "the scenario's timing.calibration");
   sub.add_flag("--per-module", options->per_module, "add per-module totals to the summary");
   sub.add_flag("--json", options->json, "print the outcome as one JSON object");
   sub.callback([&action, options] { action = [options] { return run(*options); }; });

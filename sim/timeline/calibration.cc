@@ -161,6 +161,53 @@ int64_t gbps_to_bytes(double gbps) {
   return std::llround(gbps * 1e9);
 }
 
+// The measured curve of `section` when it says "interpolate": true (docs/calibration.md): its
+// "points" as (bytes, time_ns), at least two, bytes strictly increasing; else none.
+std::vector<CollectiveCalibration::Point> read_curve(Reader& reader, const json& section,
+                                                     std::string_view name) {
+  std::vector<CollectiveCalibration::Point> curve;
+  const auto flag = section.find("interpolate");
+  if (flag == section.end()) {
+    return curve;
+  }
+  if (!flag->is_boolean()) {
+    reader.error({name, "interpolate"},
+                 fmt::format("expected true or false for '{}.interpolate', got {}", name,
+                             flag->type_name()));
+    return curve;
+  }
+  if (!flag->get<bool>()) {
+    return curve;
+  }
+  const auto points = section.find("points");
+  if (points == section.end() || !points->is_array() || points->size() < 2) {
+    reader.error(
+        {name, "interpolate"},
+        fmt::format("'{}.interpolate' needs a 'points' array of at least two points", name));
+    return curve;
+  }
+  for (const json& p : *points) {
+    if (!p.is_object()) {
+      reader.error({name, "points"}, fmt::format("expected objects in '{}.points'", name));
+      return {};
+    }
+    const auto bytes = reader.number(p, {name, "points", "bytes"}, true);
+    const auto time = reader.number(p, {name, "points", "time_ns"}, true);
+    if (!bytes || !time) {
+      return {};
+    }
+    const CollectiveCalibration::Point point{std::llround(*bytes), std::llround(*time)};
+    if (!curve.empty() && point.bytes <= curve.back().bytes) {
+      reader.error({name, "points"},
+                   fmt::format("'{}.points' must be in increasing bytes ({} after {})", name,
+                               point.bytes, curve.back().bytes));
+      return {};
+    }
+    curve.push_back(point);
+  }
+  return curve;
+}
+
 CalibrationResult failure(std::string file, std::string message) {
   CalibrationResult result;
   model::Diagnostic d;
@@ -227,12 +274,14 @@ CalibrationResult parse_calibration(std::string_view file_name, std::string_view
     const auto alpha = reader.number(*ag, {"allgather", "alpha_ns"}, true);
     const auto bw = reader.number(*ag, {"allgather", "busbw_GBps"}, true);
     c.allgather = {std::llround(alpha.value_or(0)), gbps_to_bytes(bw.value_or(0))};
+    c.allgather.curve = read_curve(reader, *ag, "allgather");
   }
   c.reduce_scatter = c.allgather;
   if (const json* rs = reader.object(root, {"reduce_scatter"}, false)) {
     const auto alpha = reader.number(*rs, {"reduce_scatter", "alpha_ns"}, true);
     const auto bw = reader.number(*rs, {"reduce_scatter", "busbw_GBps"}, true);
     c.reduce_scatter = {std::llround(alpha.value_or(0)), gbps_to_bytes(bw.value_or(0))};
+    c.reduce_scatter.curve = read_curve(reader, *rs, "reduce_scatter");
   }
   if (const auto d2d = reader.number(root, {"d2d_copy_GBps"}, false)) {
     c.d2d_bytes_per_s = gbps_to_bytes(*d2d);

@@ -19,6 +19,13 @@ using Tick = int64_t;
 struct CollectiveCalibration {
   Tick alpha_ns = 0;              ///< fixed cost per call, ns
   int64_t busbw_bytes_per_s = 0;  ///< bus bandwidth, bytes/s (1 GB/s = 1e9 B/s as in nccl-tests)
+  /// The measured curve, used instead of the line when the section says "interpolate": true:
+  /// (bytes, ns) points in increasing bytes (at least two), timed at the file's world size.
+  struct Point {
+    int64_t bytes = 0;
+    Tick time_ns = 0;
+  };
+  std::vector<Point> curve{};
 };
 
 /// Every constant of the cost model, already converted to integers (floats are read from the
@@ -38,6 +45,11 @@ struct Calibration {
 /// H200 SXM dense BF16 peak from NVIDIA's H200 datasheet: 989 TFLOPS (1,979 with sparsity).
 /// Used when a calibration has no "compute" block; real kernels reach a fraction of it.
 inline constexpr int64_t kDefaultFlopsPerSecond = 989'000'000'000'000;
+
+/// Device-to-device copy bandwidth (bytes counted once) used for memory-bound modules (embedding
+/// lookups, norms) when a calibration has no d2d_copy_GBps: the H200's cudaMemcpyAsync, 2089 GB/s
+/// measured by `zfetch-gpu bench` (docs/gpu.md).
+inline constexpr int64_t kDefaultCopyBytesPerSecond = 2'089'000'000'000;
 
 /// The result of parsing a calibration: a value when `diagnostics` is empty.
 struct CalibrationResult {

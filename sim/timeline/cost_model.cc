@@ -1,6 +1,8 @@
 // The analytical cost model: nccl-tests bus bandwidth for collectives, flops for compute.
 #include "sim/timeline/cost_model.h"
 
+#include <string_view>
+
 #include "model/leaves.h"
 
 namespace zfetch::sim {
@@ -32,6 +34,46 @@ int64_t params_numel(const model::Scenario& scenario, model::ModuleIndex module,
   return numel;
 }
 
+// What a module computes, from its `class` (docs/timeline.md "Compute"): an embedding looks up one
+// row per token, a norm is elementwise over its input, anything else multiplies by its weights.
+enum class ComputeKind : uint8_t { Matmul, Lookup, Elementwise };
+
+bool ends_with_ci(std::string_view s, std::string_view suffix) {
+  if (s.size() < suffix.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < suffix.size(); ++i) {
+    const char a = s[s.size() - suffix.size() + i];
+    const char b = suffix[i];
+    if ((a >= 'A' && a <= 'Z' ? a - 'A' + 'a' : a) != (b >= 'A' && b <= 'Z' ? b - 'A' + 'a' : b)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+ComputeKind compute_kind(const model::ModuleSpec& spec) {
+  if (ends_with_ci(spec.class_name, "Embedding")) {
+    return ComputeKind::Lookup;
+  }
+  if (ends_with_ci(spec.class_name, "LayerNorm") || ends_with_ci(spec.class_name, "RMSNorm")) {
+    return ComputeKind::Elementwise;
+  }
+  return ComputeKind::Matmul;
+}
+
+// Bytes one forward of a lookup or elementwise module writes: per token, one row of its first
+// param (the last dimension: an embedding's [vocab, hidden] weight gives hidden elements, a
+// norm's [hidden] weight too), in that param's dtype.
+int64_t row_bytes_per_token(const model::Scenario& scenario, const model::ModuleSpec& spec) {
+  if (spec.params.empty()) {
+    return 0;
+  }
+  const model::ParamSpec& p = scenario.params[spec.params.front()];
+  const int64_t row = p.shape.empty() ? p.numel : p.shape.back();
+  return row * model::dtype_bytes(p.dtype);
+}
+
 }  // namespace
 
 Tick transfer_ns(int64_t bytes, int64_t bytes_per_s) {
@@ -44,6 +86,22 @@ Tick transfer_ns(int64_t bytes, int64_t bytes_per_s) {
 Tick collective_ns(const CollectiveCalibration& c, int64_t bytes, int64_t world_size) {
   if (world_size <= 1 || bytes <= 0) {
     return 0;
+  }
+  if (c.curve.size() >= 2) {
+    // The segment holding `bytes` (the first or last one extended beyond the measured range).
+    size_t i = 1;
+    while (i + 1 < c.curve.size() && c.curve[i].bytes < bytes) {
+      ++i;
+    }
+    const CollectiveCalibration::Point& a = c.curve[i - 1];
+    const CollectiveCalibration::Point& b = c.curve[i];
+    const Int128 rise = static_cast<Int128>(b.time_ns - a.time_ns) * (bytes - a.bytes);
+    const Int128 run = b.bytes - a.bytes;
+    // round(rise / run) for either sign, halves up: floor((rise + run / 2) / run).
+    const Int128 num = rise + run / 2;
+    const Int128 step = num >= 0 ? num / run : -((-num + run - 1) / run);
+    const Int128 t = a.time_ns + step;
+    return t > 0 ? static_cast<Tick>(t) : 0;
   }
   if (c.busbw_bytes_per_s <= 0) {
     return c.alpha_ns;
@@ -64,8 +122,17 @@ AnalyticalCostModel::AnalyticalCostModel(const model::Scenario& scenario,
   const std::vector<uint8_t> leaves = model::z3_leaf_modules(scenario);
   for (size_t m = 0; m < scenario.modules.size(); ++m) {
     const model::ModuleSpec& spec = scenario.modules[m];
+    const ComputeKind kind = compute_kind(spec);
     if (spec.compute_us >= 0) {
       forward_ns_[m] = spec.compute_us * 1000;
+    } else if (kind != ComputeKind::Matmul) {
+      // Memory-bound: the output rows move at the device's copy bandwidth (bytes counted once,
+      // as d2d_copy_GBps is); an elementwise module also reads its input, as many bytes again.
+      const int64_t copy = calibration_.d2d_bytes_per_s > 0 ? calibration_.d2d_bytes_per_s
+                                                            : kDefaultCopyBytesPerSecond;
+      const int64_t bytes =
+          tokens * row_bytes_per_token(scenario, spec) * (kind == ComputeKind::Elementwise ? 2 : 1);
+      forward_ns_[m] = transfer_ns(bytes, copy);
     } else if (calibration_.flops_per_s > 0) {
       // 2 flops (multiply + add) per parameter element per token for a forward.
       const int64_t numel =

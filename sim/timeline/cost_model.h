@@ -39,6 +39,10 @@ Tick h2d_copy_ns(Tick alpha_ns, int64_t bytes, int64_t bytes_per_s);
 /// ReduceScatter (algbw = B / t, B the size of the full buffer), so that busbw is comparable
 /// to the link peak whatever N is. Inverting gives the formula above. N <= 1 costs nothing:
 /// DeepSpeed skips the collective when the partition group has one rank (semantics 4.6).
+///
+/// A calibration with a measured curve (CollectiveCalibration::curve) is interpolated instead:
+/// linearly between the two measured sizes around `bytes` (the first or last segment extended
+/// beyond them, never below 0), whatever N > 1 is: the curve was timed at the file's world size.
 Tick collective_ns(const CollectiveCalibration& c, int64_t bytes, int64_t world_size);
 
 /// The analytical model: collective times from a Calibration, compute times from the
@@ -46,7 +50,10 @@ Tick collective_ns(const CollectiveCalibration& c, int64_t bytes, int64_t world_
 ///
 /// Compute of one call, per phase (fwd, eval, recompute: x1; bwd: x2):
 ///   compute_us given: compute_us * 1000 ns
-///   otherwise:        2 * numel * tokens * 1e9 / flops_per_s ns  (rounded once)
+///   class *Embedding (a lookup): tokens * row bytes / d2d copy bandwidth
+///   class *LayerNorm, *RMSNorm (elementwise): 2 * tokens * row bytes / d2d copy bandwidth
+///   otherwise (a matmul): 2 * numel * tokens * 1e9 / flops_per_s ns  (rounded once)
+/// (row bytes: the last dimension of the module's first param, in its dtype; docs/timeline.md).
 /// where numel counts the module's own parameters (its whole subtree for a z3 leaf, whose
 /// children have no hooks) and tokens = timing.tokens_per_micro_batch, or
 /// train_micro_batch_size_per_gpu when that is 0.

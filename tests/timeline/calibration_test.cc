@@ -54,6 +54,34 @@ TEST_SUITE("timeline") {
     CHECK(r.calibration->h2d_alpha_ns == 0);  // files without h2d.alpha_ns read as before
   }
 
+  TEST_CASE("calibration: \"interpolate\": true reads the measured points as a curve") {
+    const CalibrationResult r = parse_calibration("cal.json", R"({"format": "zfetch-calibration",
+"version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100, "interpolate": true,
+"points": [{"bytes": 4096, "time_ns": 2000.4}, {"bytes": 8192, "time_ns": 2100.6}]},
+"h2d": {"bandwidth_GBps": 50}})");
+    REQUIRE(r.diagnostics.empty());
+    REQUIRE(r.calibration->allgather.curve.size() == 2);
+    CHECK(r.calibration->allgather.curve[0].time_ns == 2'000);
+    CHECK(r.calibration->allgather.curve[1].time_ns == 2'101);
+    CHECK(r.calibration->reduce_scatter.curve.size() == 2);  // defaults to allgather
+    // Points without the flag are for reading only (files written before the flag existed).
+    const CalibrationResult plain =
+        parse_calibration("cal.json", R"({"format": "zfetch-calibration",
+"version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100,
+"points": [{"bytes": 4096, "time_ns": 2000}, {"bytes": 8192, "time_ns": 2100}]},
+"h2d": {"bandwidth_GBps": 50}})");
+    REQUIRE(plain.diagnostics.empty());
+    CHECK(plain.calibration->allgather.curve.empty());
+    const CalibrationResult unsorted =
+        parse_calibration("cal.json", R"({"format": "zfetch-calibration",
+"version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100, "interpolate": true,
+"points": [{"bytes": 8192, "time_ns": 2000}, {"bytes": 4096, "time_ns": 2100}]},
+"h2d": {"bandwidth_GBps": 50}})");
+    REQUIRE(unsorted.diagnostics.size() == 1);
+    CHECK(unsorted.diagnostics[0].message ==
+          "'allgather.points' must be in increasing bytes (4096 after 8192)");
+  }
+
   TEST_CASE("calibration: h2d.alpha_ns must be a number >= 0") {
     const CalibrationResult r = parse_calibration("cal.json", R"({"format": "zfetch-calibration",
 "version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100},

@@ -81,6 +81,52 @@ TEST_SUITE("timeline") {
     CHECK(h2d_copy_ns(2'500, 3, 2'000'000'000) == 2'502);  // 1.5 ns rounds up once
     CHECK(h2d_copy_ns(2'500, 1'000, 0) == 2'500);          // bandwidth not modelled
   }
+
+  TEST_CASE("cost_model: a measured curve is interpolated between its points") {
+    CollectiveCalibration c{1'000, 1'000'000'000};
+    c.curve = {{1'000, 2'000}, {3'000, 3'000}, {10'000, 10'000}};
+    CHECK(collective_ns(c, 1'000, 8) == 2'000);    // a measured point exactly
+    CHECK(collective_ns(c, 2'000, 8) == 2'500);    // halfway between the first two
+    CHECK(collective_ns(c, 2'001, 2) == 2'501);    // 2'500.5 rounds up; W does not matter
+    CHECK(collective_ns(c, 20'000, 8) == 20'000);  // last segment extended
+    CHECK(collective_ns(c, 1, 8) == 1'501);        // first segment extended (1'500.5 rounds up)
+    c.curve = {{1'000, 5'000}, {2'000, 1'000}};
+    CHECK(collective_ns(c, 10'000, 8) == 0);  // never below 0
+    CHECK(collective_ns(c, 4'096, 1) == 0);   // one rank: no collective
+  }
+
+  TEST_CASE("cost_model: an embedding is a lookup, a norm elementwise, by their class") {
+    testing::ScenarioBuilder b(2);
+    const auto embed = b.module("embed", -1);
+    b.param(embed, "weight", 32'000 * 1'024);
+    b.s.params.back().shape = {32'000, 1'024};
+    b.s.params.back().dtype = model::DType::Bf16;
+    const auto norm = b.module("norm", -1);
+    b.param(norm, "weight", 1'024);
+    b.s.timing.tokens_per_micro_batch = 1'000;
+    Calibration cal = testing::round_calibration();
+    cal.d2d_bytes_per_s = 2'000'000'000'000;  // 2'000 B/ns
+    SUBCASE("without a class both multiply by their weights") {
+      AnalyticalCostModel cost(b.s, cal);
+      // 2 * 32'768'000 * 1'000 / 1e12 s = 65'536'000 ns.
+      CHECK(cost.compute(embed, trace::Phase::Fwd) == 65'536'000);
+      CHECK(cost.compute(norm, trace::Phase::Fwd) == 2'048);
+    }
+    SUBCASE("with their classes") {
+      b.s.modules[embed].class_name = "Embedding";
+      b.s.modules[norm].class_name = "LlamaRMSNorm";
+      AnalyticalCostModel cost(b.s, cal);
+      // 1'000 tokens * 1'024 bf16 = 2'048'000 B written at 2'000 B/ns.
+      CHECK(cost.compute(embed, trace::Phase::Fwd) == 1'024);
+      CHECK(cost.compute(embed, trace::Phase::Bwd) == 2'048);
+      // fp32 [1'024] weight: 1'000 * 4'096 B read and written = 8'192'000 B at 2'000 B/ns.
+      CHECK(cost.compute(norm, trace::Phase::Fwd) == 4'096);
+      cal.d2d_bytes_per_s = 0;  // not measured: the default copy bandwidth
+      AnalyticalCostModel fallback(b.s, cal);
+      CHECK(fallback.compute(embed, trace::Phase::Fwd) ==
+            transfer_ns(2'048'000, kDefaultCopyBytesPerSecond));
+    }
+  }
 }
 
 }  // namespace
