@@ -49,13 +49,16 @@ void fill(std::byte* p, std::uint64_t bytes, std::uint64_t seed, cudaStream_t s)
   }
 }
 
-enum Chain : int { kCompute = 0, kComm = 1, kH2d = 2 };
+// kMark holds the step timing marks: each depends on compute's point but nothing depends on it,
+// so a mark adds no latency to compute's chain (on the chain, each cost 1.5-1.9 us on an H200).
+enum Chain : int { kCompute = 0, kComm = 1, kH2d = 2, kMark = 3 };
 using Ref = ReplayDeps::Ref;
 
 // Owns events, streams and a graph; everything a replay (or a calibration graph) needs. Nodes are
-// captured from three streams, one per chain (compute, comm, h2d); before each op the stream's
-// dependencies are set explicitly from ReplayDeps (replay_deps.h): the op's stream order and the
-// waits the schedule asks for, without the edges these already imply (unless `reduce` is off).
+// captured from four streams, one per chain (compute, comm, h2d, marks); before each op the
+// stream's dependencies are set explicitly from ReplayDeps (replay_deps.h): the op's stream order
+// and the waits the schedule asks for, without the edges these already imply (unless `reduce` is
+// off).
 class Graph {
  public:
   explicit Graph(bool reduce = true) : deps_(reduce) {
@@ -120,13 +123,15 @@ class Graph {
     depend(kCompute, deps_.last(kComm));
     depend(kCompute, deps_.last(kH2d));
   }
-  // A timing event recorded inside the graph on the compute stream.
+  // A timing event recorded inside the graph when compute's current point is reached, on the
+  // marks' chain (compute does not wait for it).
   cudaEvent_t timing_mark() {
     cudaEvent_t e = nullptr;
     ZFETCH_CUDA_CHECK(cudaEventCreate(&e));
     events_.push_back(e);
-    ZFETCH_CUDA_CHECK(cudaEventRecordWithFlags(e, prepare(kCompute), cudaEventRecordExternal));
-    added(kCompute);
+    depend(kMark, point(kCompute));
+    ZFETCH_CUDA_CHECK(cudaEventRecordWithFlags(e, prepare(kMark), cudaEventRecordExternal));
+    added(kMark);
     return e;
   }
   void spin(std::uint64_t ns) {
@@ -141,7 +146,7 @@ class Graph {
     for (const Ref& r : deps_.front(kCompute)) {
       nodes.push_back(nodes_[r.id]);
     }
-    for (int c : {kComm, kH2d}) {
+    for (int c : {kComm, kH2d, kMark}) {
       const Ref& r = deps_.last(c);
       if (r.valid() && std::find(nodes.begin(), nodes.end(), nodes_[r.id]) == nodes.end()) {
         nodes.push_back(nodes_[r.id]);
@@ -193,8 +198,8 @@ class Graph {
   }
   ReplayDeps deps_;
   std::vector<cudaGraphNode_t> nodes_;  // by ReplayDeps id
-  std::array<cudaStream_t, 3> streams_{};
-  std::array<bool, 3> forked_{false, false, false};
+  std::array<cudaStream_t, ReplayDeps::kChains> streams_{};
+  std::array<bool, ReplayDeps::kChains> forked_{};
   std::vector<cudaEvent_t> events_;
   cudaEvent_t start_ = nullptr;
   cudaEvent_t stop_ = nullptr;
@@ -333,38 +338,35 @@ double time_graph(int reps, int samples, Body&& body) {
   return median(v);
 }
 
-ReplayMeasuredCalibration measure(const ReplaySchedule& schedule, double spin_gap_given,
-                                  BucketSet& own) {
-  ReplayMeasuredCalibration m;
-  const auto world = static_cast<std::uint32_t>(schedule.world_size);
-  // Compute stand-ins back to back: period - spin = the gap a kernel adds.
-  if (spin_gap_given >= 0) {
-    m.spin_gap_ns = spin_gap_given;
-  } else {
-    std::vector<double> gaps;
-    for (std::uint64_t ns : {5'000ULL, 20'000ULL, 50'000ULL}) {
-      const double period = time_graph(100, 5, [&](Graph& g) { g.spin(ns); });
-      gaps.push_back(period - static_cast<double>(ns));
-    }
-    m.spin_gap_ns = std::max(0.0, median(gaps));
+// Back-to-back compute stand-ins: period - spin = the gap a kernel adds.
+double measure_spin_gap() {
+  std::vector<double> gaps;
+  for (std::uint64_t ns : {5'000ULL, 20'000ULL, 50'000ULL}) {
+    const double period = time_graph(100, 5, [&](Graph& g) { g.spin(ns); });
+    gaps.push_back(period - static_cast<double>(ns));
   }
-  // Back-to-back timing marks (the event-record nodes that delimit steps): their period is what
-  // one mark adds to a chain. Reported, not used.
-  m.mark_period_ns = time_graph(200, 5, [](Graph& g) { g.timing_mark(); });
+  return std::max(0.0, median(gaps));
+}
+
+}  // namespace
+
+ReplayCosts measure_replay_costs(std::uint32_t world) {
+  ReplayCosts m;
+  m.spin_gap_ns = measure_spin_gap();
   // Dependent gathers as the replay issues them: compute -> comm (gather) -> compute, a chain of
-  // gather kernels, samples of milliseconds. Buckets of 4 bf16 params; bytes counted as the
-  // timeline costs them, W * shard bytes. (Subtracting a compute kernel put between them was
-  // tried: alpha 1.8 us, which predicted the small-gather scenarios 50-70% low.)
+  // gather kernels in one graph, samples of milliseconds. Buckets of 4 bf16 params; bytes
+  // counted as the timeline costs them, W * shard bytes. (Subtracting a compute kernel put
+  // between them was tried: alpha 1.8 us, which predicted the small-gather scenarios 50-70% low.)
   cudaStream_t setup = nullptr;
   ZFETCH_CUDA_CHECK(cudaStreamCreateWithFlags(&setup, cudaStreamNonBlocking));
   auto round_trip = [](Graph& g, const Bucket& b) {
     g.depend(kCompute, issue_gather(g, b, nullptr, false, true));
   };
   {
-    BucketSet set(world, setup);
     std::vector<ReplayParam> specs;
     std::vector<TimedPoint> pts;
-    for (std::uint64_t bytes = 4096; bytes <= (512ULL << 20); bytes *= 4) {
+    for (std::uint64_t bytes = 4096; bytes <= (1ULL << 30); bytes *= 2) {
+      BucketSet set(world, setup);  // one size at a time: at most ~2 GiB on the GPU
       std::vector<std::uint32_t> ps;
       for (int k = 0; k < 4; ++k) {
         ps.push_back(static_cast<std::uint32_t>(specs.size()));
@@ -379,52 +381,6 @@ ReplayMeasuredCalibration measure(const ReplaySchedule& schedule, double spin_ga
       m.gather_ns.push_back(t);
       pts.push_back({gathered, t});
     }
-    // The schedule's own buckets: its gathers in issue order, split by size into up to 6 bins of
-    // equal count; each bin timed as a graph of its gathers (each a dependent round trip),
-    // repeated until a graph holds >= 64 gathers and ~0.5 ms (so the launch of the graph is
-    // amortized as in the sweep), one point (mean bytes, mean time) per bin. When the bins span a
-    // size range (max/min >= 4) they alone are fitted (the sweep's mid sizes bend the line away
-    // from what the schedule runs).
-    std::vector<const ReplayOp*> gathers;
-    for (const ReplayOp& op : schedule.ops) {
-      if (op.kind == ReplayOp::Kind::Gather && world > 1) {
-        gathers.push_back(&op);
-      }
-    }
-    std::sort(gathers.begin(), gathers.end(),
-              [](const ReplayOp* a, const ReplayOp* b) { return a->shard_bytes < b->shard_bytes; });
-    std::vector<TimedPoint> own_pts;
-    const std::size_t bins = std::min<std::size_t>(6, gathers.size());
-    for (std::size_t k = 0; k < bins; ++k) {
-      const std::size_t lo = k * gathers.size() / bins;
-      const std::size_t hi = (k + 1) * gathers.size() / bins;
-      std::vector<const Bucket*> bs;
-      double bytes = 0;
-      for (std::size_t i = lo; i < hi; ++i) {
-        bs.push_back(&own.get(gathers[i]->params, schedule.params));
-        bytes += static_cast<double>(gathers[i]->shard_bytes) * world;
-      }
-      const double n = static_cast<double>(bs.size());
-      // Estimated at 2 us + bytes at 1 TB/s per gather.
-      const double est_ns = n * 2000.0 + bytes / 1000.0;
-      const int reps = static_cast<int>(
-          std::clamp(std::max(std::ceil(64.0 / n), std::ceil(500'000.0 / est_ns)), 1.0, 1000.0));
-      const double t = time_graph(reps, 5, [&](Graph& g) {
-        for (const Bucket* b : bs) {
-          round_trip(g, *b);
-        }
-      });
-      own_pts.push_back({bytes / n, t / n});
-      m.gather_bytes.push_back(bytes / n);
-      m.gather_ns.push_back(t / n);
-    }
-    const bool spans = own_pts.size() >= 2 && own_pts.back().bytes >= 4 * own_pts.front().bytes;
-    if (spans) {
-      pts = own_pts;
-    } else {
-      pts.insert(pts.end(), own_pts.begin(), own_pts.end());
-    }
-    m.fit_on = spans ? "schedule buckets" : "sweep + schedule buckets";
     const LinearFit f = fit_alpha_bandwidth(pts, 1.0);
     m.gather_alpha_ns = f.alpha_ns;
     m.gather_bw_gbps = f.bandwidth_gbps;
@@ -453,22 +409,8 @@ ReplayMeasuredCalibration measure(const ReplaySchedule& schedule, double spin_ga
     m.h2d_bw_gbps = f.bandwidth_gbps;
   }
   ZFETCH_CUDA_CHECK(cudaStreamDestroy(setup));
-  // As the timeline takes them: all_gather(W*shard) = alpha + (W-1)/W * bytes / busbw, so
-  // busbw = bw * (W-1)/W gives alpha + bytes / bw; reduce-scatter is not replayed (0); h2d copy =
-  // alpha + bytes / bandwidth.
-  ReplayCalibration& c = m.calibration;
-  c.machine = "replay-measured";
-  c.allgather_alpha_ns = std::llround(m.gather_alpha_ns);
-  c.allgather_busbw =
-      std::llround(m.gather_bw_gbps * 1e9 * allgather_bus_factor(static_cast<int>(world)));
-  c.rs_alpha_ns = 0;
-  c.rs_busbw = 0;
-  c.h2d_bytes_per_s = std::llround(m.h2d_bw_gbps * 1e9);
-  c.h2d_alpha_ns = std::llround(m.h2d_alpha_ns);
   return m;
 }
-
-}  // namespace
 
 ReplayMeasurement run_replay(const ReplaySchedule& schedule, const ReplayConfig& config) {
   ReplayMeasurement out;
@@ -489,13 +431,8 @@ ReplayMeasurement run_replay(const ReplaySchedule& schedule, const ReplayConfig&
   }
   ZFETCH_CUDA_CHECK(cudaStreamSynchronize(setup));
   out.device_bytes = set.bytes();
-  if (config.measure_calibration) {
-    out.measured = measure(schedule, config.spin_gap_ns, set);
-  } else {
-    out.measured.calibration = config.calibration;
-    out.measured.spin_gap_ns = std::max(0.0, config.spin_gap_ns);
-  }
-  const auto gap = static_cast<std::int64_t>(out.measured.spin_gap_ns);
+  out.spin_gap_ns = config.spin_gap_ns >= 0 ? config.spin_gap_ns : measure_spin_gap();
+  const auto gap = static_cast<std::int64_t>(out.spin_gap_ns);
   PinnedBuffer host(schedule.offload ? std::max<std::uint64_t>(max_shard, 16) : 0);
   if (schedule.offload) {
     std::memset(host.get(), 0x3c, host.size());
@@ -536,7 +473,7 @@ ReplayMeasurement run_replay(const ReplaySchedule& schedule, const ReplayConfig&
       }
       break;
     case ReplayOp::Kind::Rs:
-      break;  // not replayed (its calibration is 0 in the prediction)
+      break;  // not replayed (a replay calibration costs it 0, so the prediction has none)
     case ReplayOp::Kind::Drain:
       g.drain();
       break;

@@ -5,38 +5,39 @@
 #include <string>
 #include <vector>
 
-#include "cuda_kernels/replay_model.h"
+#include "cuda_kernels/replay_schedule_file.h"
 
 namespace zfetch::gpu {
 
-/// What the replay measures besides the step times: the calibration of what it runs.
-struct ReplayMeasuredCalibration {
-  ReplayCalibration calibration;     ///< gathers and h2d as the timeline's model takes them
-  double gather_alpha_ns = 0;        ///< fit of the dependent gather round trip
-  double gather_bw_gbps = 0;         ///< bytes = W * shard bytes (what the timeline costs)
-  std::vector<double> gather_bytes;  ///< the points of the fit
-  std::string fit_on;                ///< which points the gather fit used
-  std::vector<double> gather_ns;
-  double h2d_alpha_ns = 0;  ///< fit of dependent pinned h2d copies: alpha + bytes / bw
-  double h2d_bw_gbps = 0;
-  std::vector<double> h2d_bytes;
+/// What a replay's operations cost on this GPU, measured the way the replay runs them (in CUDA
+/// graphs, each op a dependent round trip from the compute stream), on sizes of its own: this
+/// is the calibration `zfetch-gpu bench --replay-world W` writes, measured apart from any schedule.
+struct ReplayCosts {
+  std::vector<double> gather_bytes;  ///< W * shard bytes of each timed bucket (what the timeline
+                                     ///< costs), 4 bf16 params each, 4 KiB to 1 GiB in x2 steps
+  std::vector<double> gather_ns;     ///< per dependent round trip compute -> gather -> compute
+  double gather_alpha_ns = 0;        ///< line fit of the points (reported beside the curve)
+  double gather_bw_gbps = 0;
+  std::vector<double> h2d_bytes;  ///< dependent pinned copies compute -> h2d -> compute
   std::vector<double> h2d_ns;
-  double spin_gap_ns = 0;     ///< back-to-back compute kernels: period - spin time
-  double mark_period_ns = 0;  ///< back-to-back timing marks (step boundaries); reported only
+  double h2d_alpha_ns = 0;  ///< fit: alpha + bytes / bandwidth
+  double h2d_bw_gbps = 0;
+  double spin_gap_ns = 0;  ///< back-to-back compute kernels: period - spin time
 };
+
+/// Measures ReplayCosts for gathers over `world` simulated ranks' shards on the current GPU.
+ReplayCosts measure_replay_costs(std::uint32_t world);
 
 struct ReplayConfig {
   int repeats = 15;
   int warmup = 2;
-  bool measure_calibration = true;  ///< else use `calibration`
-  ReplayCalibration calibration;
   double spin_gap_ns = -1;   ///< < 0: measure
   bool reduce_edges = true;  ///< leave out implied dependencies (replay_deps.h)
 };
 
 struct ReplayMeasurement {
   std::string device;
-  ReplayMeasuredCalibration measured;
+  double spin_gap_ns = 0;                         ///< what a compute kernel adds to its spin
   std::vector<std::int32_t> steps;                ///< step numbers, in order
   std::vector<std::vector<double>> step_samples;  ///< [step][repeat] ns
   std::vector<double> step_median_ns;
@@ -49,8 +50,9 @@ struct ReplayMeasurement {
   std::uint64_t graph_edges = 0;  ///< dependencies between them
 };
 
-/// Measures the calibration (unless given), builds the schedule as one CUDA graph (streams
-/// compute, comm, h2d; events as edges), runs it `warmup` + `repeats` times.
+/// Builds the schedule as one CUDA graph (streams compute, comm, h2d, and the timing marks off
+/// compute's chain) and runs it `warmup` + `repeats` times. Fits nothing: the prediction to
+/// compare with is the schedule's own (the simulator's) step times.
 ReplayMeasurement run_replay(const ReplaySchedule& schedule, const ReplayConfig& config);
 
 }  // namespace zfetch::gpu

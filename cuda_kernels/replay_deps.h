@@ -1,4 +1,5 @@
-// The dependencies of a replay graph: nodes on three chains (the compute, comm and h2d streams),
+// The dependencies of a replay graph: nodes on four chains (the compute, comm and h2d streams, and
+// the timing marks),
 // each new node depending on a set of earlier nodes, with edges that another edge already implies
 // left out (transitive reduction). Host-only (no CUDA), unit-tested; replay.cu maps its node ids
 // to CUDA graph nodes.
@@ -24,7 +25,7 @@ namespace zfetch::gpu {
 /// with one event per wait records: every stream's own order plus every waited event).
 class ReplayDeps {
  public:
-  static constexpr int kChains = 3;
+  static constexpr int kChains = 4;
   using Clock = std::array<std::uint64_t, kChains>;
   struct Ref {
     int chain = -1;         ///< -1: no node

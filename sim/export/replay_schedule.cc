@@ -34,6 +34,13 @@ nlohmann::ordered_json collective(const CollectiveCalibration& c) {
   nlohmann::ordered_json j;
   j["alpha_ns"] = c.alpha_ns;
   j["busbw_bytes_per_s"] = c.busbw_bytes_per_s;
+  if (!c.curve.empty()) {  // the measured curve the timeline interpolated instead of the line
+    nlohmann::ordered_json curve = nlohmann::ordered_json::array();
+    for (const CollectiveCalibration::Point& p : c.curve) {
+      curve.push_back({p.bytes, p.time_ns});
+    }
+    j["curve"] = curve;
+  }
   return j;
 }
 

@@ -1,12 +1,12 @@
 // Host-side checks of `zfetch-gpu replay`: the dependencies of its graph (implied edges left
-// out) and the timeline's h2d alpha in its prediction. Needs no GPU.
+// out, timing marks off compute's chain) and the schedule file it reads. Needs no GPU.
 #include <doctest/doctest.h>
 
 #include <string>
 #include <vector>
 
 #include "cuda_kernels/replay_deps.h"
-#include "cuda_kernels/replay_model.h"
+#include "cuda_kernels/replay_schedule_file.h"
 
 namespace zfetch::gpu {
 namespace {
@@ -200,46 +200,47 @@ TEST_SUITE("cuda") {
     CHECK(b.deps.edges() == 0);
   }
 
-  ReplaySchedule offload_schedule() {
-    ReplaySchedule s;
-    s.world_size = 2;
-    s.offload = true;
-    s.params = {{1024, 2}, {1024, 2}};
-    ReplayOp step;
-    step.kind = ReplayOp::Kind::Step;
-    s.ops.push_back(step);
-    for (std::uint32_t p = 0; p < 2; ++p) {
-      ReplayOp g;
-      g.kind = ReplayOp::Kind::Gather;
-      g.params = {p};
-      g.shard_bytes = 1024;
-      g.full_bytes = 2048;
-      s.ops.push_back(g);
-      ReplayOp w;
-      w.kind = ReplayOp::Kind::Wait;
-      w.waits = {static_cast<std::uint32_t>(s.ops.size() - 1)};
-      s.ops.push_back(w);
-    }
-    return s;
+  TEST_CASE("replay deps: a timing mark follows compute but compute never waits for it") {
+    constexpr int kMark = 3;
+    Builder b(true);
+    const Ref k1 = b.node(kCompute);
+    b.deps.depend(kMark, b.deps.front(kCompute));
+    const Ref mark = b.node(kMark);
+    CHECK(ReplayDeps::follows(mark, k1));
+    const Ref k2 = b.node(kCompute);
+    CHECK(b.front_ids(kCompute) == std::vector<std::size_t>{k2.id});
+    CHECK_FALSE(ReplayDeps::follows(k2, mark));  // the mark is a leaf off compute's chain
   }
 
-  TEST_CASE("replay model: an h2d copy costs alpha + bytes / bandwidth, as the timeline's") {
-    CHECK(replay_h2d_ns(2'500, 1'024, 500'000'000) == 2'500 + 2'048);
-    CHECK(replay_h2d_ns(2'500, 0, 500'000'000) == 0);
-    CHECK(replay_h2d_ns(2'500, 3, 2'000'000'000) == 2'502);
-    ReplayCalibration c;
-    c.allgather_alpha_ns = 1'000;
-    c.allgather_busbw = 1'000'000'000;
-    c.h2d_bytes_per_s = 500'000'000;
-    const ReplaySchedule s = offload_schedule();
-    // Per gather: h2d 2'048 ns, then all-gather of 2 x 1'024 B over 2 ranks 1'000 + 1'024 ns;
-    // each waited on at once: 2 x 4'072.
-    CHECK(predict_steps(s, c).at(0).step_ns == 2 * 4'072);
-    c.h2d_alpha_ns = 2'500;
-    CHECK(predict_steps(s, c).at(0).step_ns == 2 * (2'500 + 4'072));
+  TEST_CASE("replay schedule file: the prediction and its calibration come from the simulator") {
+    const std::string schedule = R"({"format": "zfetch-replay-schedule", "version": 1,
+      "scenario": "s", "rank": 0, "world_size": 2, "offload": false,
+      "calibration": {"machine": "m",
+        "allgather": {"alpha_ns": 1700, "busbw_bytes_per_s": 900000000000,
+                      "curve": [[4096, 2000], [8192, 2100]]},
+        "reduce_scatter": {"alpha_ns": 0, "busbw_bytes_per_s": 0},
+        "h2d_bytes_per_s": 55000000000, "h2d_alpha_ns": 2500},
+      "params": [[1024, 2]],
+      "ops": [{"op": "step", "step": 0}, {"op": "gather", "kind": "gather", "sync": true,
+               "params": [0], "shard_bytes": 1024, "full_bytes": 2048},
+              {"op": "compute", "dur_ns": 500, "waits": [1]}, {"op": "drain"}],
+      "steps": [{"step": 0, "step_ns": 4321}]})";
+    const ReplaySchedule s = parse_replay_schedule(schedule);
+    REQUIRE(s.sim_steps.size() == 1);
+    CHECK(s.sim_steps[0].step_ns == 4'321);
+    CHECK(s.calibration.allgather_curve_points == 2);
+    const std::string file = R"({"format": "zfetch-calibration", "version": 1,
+      "allgather": {"alpha_ns": 1700, "busbw_GBps": 900, "interpolate": true,
+                    "points": [{"bytes": 4096, "time_ns": 2000}, {"bytes": 8192, "time_ns": 2100}]},
+      "reduce_scatter": {"alpha_ns": 0, "busbw_GBps": 0},
+      "h2d": {"bandwidth_GBps": 55, "alpha_ns": 2500}})";
+    CHECK(parse_replay_calibration(file).same_costs(s.calibration));
+    ReplayCalibration other = parse_replay_calibration(file);
+    other.h2d_alpha_ns = 2'600;
+    CHECK_FALSE(other.same_costs(s.calibration));
   }
 
-  TEST_CASE("replay model: h2d.alpha_ns is read from a calibration file, 0 when absent") {
+  TEST_CASE("replay schedule file: h2d.alpha_ns is read from a calibration file, 0 when absent") {
     const std::string with = R"({"format": "zfetch-calibration", "version": 1,
       "allgather": {"alpha_ns": 1700.4, "busbw_GBps": 900},
       "h2d": {"bandwidth_GBps": 55.25, "alpha_ns": 2517.6, "points": []}})";

@@ -1,4 +1,5 @@
-// `zfetch-gpu replay SCHEDULE`: execute a replay schedule, compare with the timeline's prediction.
+// `zfetch-gpu replay SCHEDULE`: execute a replay schedule on the GPU and compare its step times
+// with the simulator's prediction written in the schedule (nothing is fitted here).
 #include "tools/gpu/cmd_replay.h"
 
 #include <cuda_runtime_api.h>
@@ -15,7 +16,7 @@
 
 #include "cuda_kernels/calibration.h"
 #include "cuda_kernels/replay.h"
-#include "cuda_kernels/replay_model.h"
+#include "cuda_kernels/replay_schedule_file.h"
 
 namespace zfetch::gpu {
 
@@ -23,12 +24,11 @@ namespace {
 
 struct ReplayCmdOptions {
   std::string schedule;
-  std::string calibration;      // use this instead of measuring
-  std::string calibration_out;  // write the measured calibration
-  std::string out;              // results JSON
+  std::string calibration;  // the file the schedule must have been predicted with
+  std::string out;          // results JSON
   int repeats = 15;
   double spin_gap_ns = -1;
-  bool predict_only = false;
+  bool dry_run = false;
   bool all_edges = false;
 };
 
@@ -50,85 +50,48 @@ void write_text(const std::string& path, const std::string& text) {
   }
 }
 
-// The replica of the timeline with the simulator's own calibration must give its step times.
-bool check_replica(const ReplaySchedule& s) {
-  const std::vector<PredictedStep> p = predict_steps(s, s.calibration);
-  std::size_t same = 0;
-  std::size_t compared = 0;
-  for (const ReplayStep& st : s.sim_steps) {
-    for (const PredictedStep& q : p) {
-      if (q.step == st.step) {
-        ++compared;
-        same += q.step_ns == st.step_ns ? 1 : 0;
-        if (q.step_ns != st.step_ns) {
-          std::printf("# replica differs at step %d: simulator %lld ns, replica %lld ns\n", st.step,
-                      static_cast<long long>(st.step_ns), static_cast<long long>(q.step_ns));
-        }
-      }
-    }
-  }
+// The costs the prediction used, as the simulator took them from its calibration.
+void print_calibration(const char* what, const ReplayCalibration& c, std::int64_t world) {
+  const double factor = allgather_bus_factor(static_cast<int>(world));
   std::printf(
-      "# replica of the timeline (calibration '%s'): %zu of %zu steps equal to the "
-      "simulator's (%zu simulator steps)\n",
-      s.calibration.machine.c_str(), same, compared, s.sim_steps.size());
-  return same == compared && compared > 0;
-}
-
-nlohmann::json section(const std::vector<double>& bytes, const std::vector<double>& ns,
-                       double alpha, double bw, double factor) {
-  nlohmann::json pts = nlohmann::json::array();
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    pts.push_back({{"bytes", static_cast<std::uint64_t>(bytes[i])},
-                   {"time_ns", ns[i]},
-                   {"algbw_GBps", bytes[i] / ns[i]},
-                   {"busbw_GBps", bytes[i] / ns[i] * factor}});
-  }
-  return {{"alpha_ns", alpha},       {"busbw_GBps", bw * factor}, {"algbw_GBps", bw},
-          {"alpha_algbw_ns", alpha}, {"busbw_factor", factor},    {"points", pts}};
-}
-
-nlohmann::json calibration_json(const ReplaySchedule& s, const ReplayMeasurement& m) {
-  const ReplayMeasuredCalibration& c = m.measured;
-  const double factor = allgather_bus_factor(static_cast<int>(s.world_size));
-  nlohmann::json j;
-  j["format"] = "zfetch-calibration";
-  j["version"] = 1;
-  j["machine"] =
-      fmt::format("1x {} (zfetch-gpu replay, {} simulated ranks)", m.device, s.world_size);
-  j["source"] = "zfetch-gpu replay (measured in the replay's run)";
-  j["world_size"] = s.world_size;
-  j["allgather"] =
-      section(c.gather_bytes, c.gather_ns, c.gather_alpha_ns, c.gather_bw_gbps, factor);
-  j["reduce_scatter"] = {{"alpha_ns", 0}, {"busbw_GBps", 0}};
-  nlohmann::json h2d_pts = nlohmann::json::array();
-  for (std::size_t i = 0; i < c.h2d_bytes.size(); ++i) {
-    h2d_pts.push_back({{"bytes", static_cast<std::uint64_t>(c.h2d_bytes[i])},
-                       {"time_ns", c.h2d_ns[i]},
-                       {"GBps", c.h2d_bytes[i] / c.h2d_ns[i]}});
-  }
-  j["h2d"] = {{"bandwidth_GBps", c.h2d_bw_gbps}, {"alpha_ns", c.h2d_alpha_ns}, {"points", h2d_pts}};
-  j["replay"] = {{"gather_fit_on", c.fit_on},
-                 {"spin_gap_ns", c.spin_gap_ns},
-                 {"timing_mark_period_ns", c.mark_period_ns},
-                 {"graph_edges", m.graph_edges},
-                 {"graph_nodes", m.graph_nodes}};
-  j["notes"] =
-      "allgather: the fused gather kernel over W simulated ranks' shards on one GPU, each launch a "
-      "dependent round trip compute -> comm -> compute in a CUDA graph; bytes = W * shard bytes "
-      "(what the timeline costs); busbw = algbw * (W-1)/W so the timeline's alpha + (W-1)/W * "
-      "bytes / busbw is alpha + bytes / algbw. reduce_scatter: not replayed (0). h2d: dependent "
-      "pinned copies (compute -> h2d -> compute) of 4 KiB to 64 MiB, alpha + bytes / bandwidth.";
-  return j;
+      "# %s: '%s': all-gather alpha %lld ns, busbw %.1f GB/s (algbw %.1f GB/s at W=%lld)%s; "
+      "h2d alpha %lld ns, %.1f GB/s; reduce-scatter alpha %lld ns, busbw %.1f GB/s\n",
+      what, c.machine.c_str(), static_cast<long long>(c.allgather_alpha_ns),
+      static_cast<double>(c.allgather_busbw) / 1e9,
+      factor > 0 ? static_cast<double>(c.allgather_busbw) / 1e9 / factor : 0.0,
+      static_cast<long long>(world),
+      c.allgather_curve_points > 0
+          ? fmt::format(", costed by its measured curve of {} points", c.allgather_curve_points)
+                .c_str()
+          : "",
+      static_cast<long long>(c.h2d_alpha_ns), static_cast<double>(c.h2d_bytes_per_s) / 1e9,
+      static_cast<long long>(c.rs_alpha_ns), static_cast<double>(c.rs_busbw) / 1e9);
 }
 
 int run(const ReplayCmdOptions& o) {
   const ReplaySchedule s = parse_replay_schedule(read_text(o.schedule));
-  std::printf("# schedule %s: scenario '%s', W %lld, offload %s, %zu ops\n", o.schedule.c_str(),
-              s.scenario.c_str(), static_cast<long long>(s.world_size), s.offload ? "yes" : "no",
-              s.ops.size());
-  const bool replica_ok = check_replica(s);
-  if (o.predict_only) {
-    return replica_ok ? 0 : 1;
+  std::printf("# schedule %s: scenario '%s', W %lld, offload %s, %zu ops, %zu steps predicted\n",
+              o.schedule.c_str(), s.scenario.c_str(), static_cast<long long>(s.world_size),
+              s.offload ? "yes" : "no", s.ops.size(), s.sim_steps.size());
+  print_calibration("predicted by the simulator with calibration", s.calibration, s.world_size);
+  if (!o.calibration.empty()) {
+    // The prediction is the simulator's; this only checks it was made with the file given.
+    const ReplayCalibration given = parse_replay_calibration(read_text(o.calibration));
+    print_calibration(("--calibration " + o.calibration).c_str(), given, s.world_size);
+    if (!given.same_costs(s.calibration)) {
+      std::fprintf(stderr,
+                   "%s: error: the schedule was predicted with other costs; write it again with "
+                   "`zfetch run SCENARIO --calibration %s --replay-schedule %s`\n",
+                   o.schedule.c_str(), o.calibration.c_str(), o.schedule.c_str());
+      return 2;
+    }
+  }
+  if (s.sim_steps.empty()) {
+    std::fprintf(stderr, "%s: error: the schedule has no predicted steps\n", o.schedule.c_str());
+    return 2;
+  }
+  if (o.dry_run) {
+    return 0;
   }
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
@@ -139,24 +102,8 @@ int run(const ReplayCmdOptions& o) {
   config.repeats = o.repeats;
   config.spin_gap_ns = o.spin_gap_ns;
   config.reduce_edges = !o.all_edges;
-  if (!o.calibration.empty()) {
-    config.measure_calibration = false;
-    config.calibration = parse_replay_calibration(read_text(o.calibration));
-  }
   const ReplayMeasurement m = run_replay(s, config);
-  const ReplayCalibration& cal = m.measured.calibration;
-  const std::vector<PredictedStep> pred = predict_steps(s, cal);
-  if (!o.calibration_out.empty() && config.measure_calibration) {
-    write_text(o.calibration_out, calibration_json(s, m).dump(2) + "\n");
-  }
-  const ReplayMeasuredCalibration& mc = m.measured;
-  std::printf(
-      "# device %s; calibration %s: gather alpha %.0f ns, %.1f GB/s (W*shard bytes; fit on %s); "
-      "h2d alpha %.0f ns, %.1f GB/s; compute kernel gap %.0f ns; timing mark period %.0f ns\n",
-      m.device.c_str(), config.measure_calibration ? "measured here" : o.calibration.c_str(),
-      static_cast<double>(cal.allgather_alpha_ns), mc.gather_bw_gbps, mc.fit_on.c_str(),
-      static_cast<double>(cal.h2d_alpha_ns), static_cast<double>(cal.h2d_bytes_per_s) / 1e9,
-      mc.spin_gap_ns, mc.mark_period_ns);
+  std::printf("# device %s; compute kernel gap %.0f ns\n", m.device.c_str(), m.spin_gap_ns);
   std::printf(
       "# graph: %lld gathers, %lld compute kernels, %lld compute ops shorter than the gap "
       "(no kernel); %llu nodes, %llu edges (%s); %.1f MiB of buffers; %d repeats\n",
@@ -172,7 +119,7 @@ int run(const ReplayCmdOptions& o) {
   std::vector<double> errs;
   for (std::size_t k = 0; k < m.steps.size(); ++k) {
     double p = 0;
-    for (const PredictedStep& q : pred) {
+    for (const ReplayStep& q : s.sim_steps) {
       if (q.step == m.steps[k]) {
         p = static_cast<double>(q.step_ns);
       }
@@ -196,15 +143,16 @@ int run(const ReplayCmdOptions& o) {
   const double err = mm > 0 ? (pm - mm) / mm * 100 : 0;
   std::printf(
       "RESULT %s W=%lld steps=%zu predicted_median_us=%.3f measured_median_us=%.3f "
-      "err_pct=%.2f median_abs_step_err_pct=%.2f replica=%s edges=%s\n",
+      "err_pct=%.2f median_abs_step_err_pct=%.2f edges=%s\n",
       s.scenario.c_str(), static_cast<long long>(s.world_size), m.steps.size(), pm / 1e3, mm / 1e3,
-      err, median(errs), replica_ok ? "exact" : "DIFFERS", config.reduce_edges ? "reduced" : "all");
+      err, median(errs), config.reduce_edges ? "reduced" : "all");
   if (!o.out.empty()) {
     nlohmann::json j;
     j["scenario"] = s.scenario;
     j["world_size"] = s.world_size;
     j["device"] = m.device;
-    j["calibration"] = calibration_json(s, m);
+    j["calibration"] = s.calibration.machine;
+    j["spin_gap_ns"] = m.spin_gap_ns;
     j["gather_ops"] = m.gather_ops;
     j["compute_kernels"] = m.compute_kernels;
     j["compute_skipped"] = m.compute_skipped;
@@ -213,7 +161,6 @@ int run(const ReplayCmdOptions& o) {
     j["measured_median_ns"] = mm;
     j["err_pct"] = err;
     j["median_abs_step_err_pct"] = median(errs);
-    j["replica_exact"] = replica_ok;
     j["steps"] = steps;
     write_text(o.out, j.dump(1) + "\n");
   }
@@ -228,8 +175,8 @@ void setup_replay(CLI::App& app, std::function<int()>& action) {
       "replay", "execute a schedule from `zfetch run --replay-schedule`; compare step times");
   sub->add_option("schedule", o->schedule, "replay schedule (JSON)")->required();
   sub->add_option("--calibration", o->calibration,
-                  "predict with this zfetch-calibration file instead of measuring one");
-  sub->add_option("--calibration-out", o->calibration_out, "write the measured calibration");
+                  "the calibration file the schedule was predicted with (`zfetch run "
+                  "--calibration FILE`): print its costs, and stop if they differ");
   sub->add_option("--out", o->out, "write per-step results (JSON)");
   sub->add_option("--repeats", o->repeats, "timed runs of the whole schedule")
       ->check(CLI::Range(1, 1000));
@@ -237,8 +184,8 @@ void setup_replay(CLI::App& app, std::function<int()>& action) {
   sub->add_flag("--all-edges", o->all_edges,
                 "keep every stream-order and wait dependency in the graph (default: leave out the "
                 "ones other dependencies imply)");
-  sub->add_flag("--predict-only", o->predict_only,
-                "no GPU: check that the replica of the timeline gives the simulator's step times");
+  sub->add_flag("--dry-run", o->dry_run,
+                "no GPU: read the schedule, print the calibration it was predicted with");
   sub->callback([&action, o] { action = [o] { return run(*o); }; });
 }
 

@@ -24,6 +24,7 @@
 #include "cuda_kernels/gather_kernel.cuh"
 #include "cuda_kernels/nccl_world.h"
 #include "cuda_kernels/partition.h"
+#include "cuda_kernels/replay.h"
 #include "cuda_kernels/verify.h"
 #include "tools/gpu/cmd_replay.h"
 
@@ -198,12 +199,83 @@ struct BenchOptions {
   std::string out;
   std::string machine;
   int max_gpus = 0;
+  std::uint32_t replay_world = 0;  // > 0: the replay's costs for W simulated ranks instead
 };
+
+bool write_json(const std::string& path, const nlohmann::json& j) {
+  std::ofstream f(path);
+  f << j.dump(2) << "\n";
+  if (!f) {
+    std::fprintf(stderr, "zfetch-gpu: error: cannot write '%s'\n", path.c_str());
+    return false;
+  }
+  return true;
+}
+
+// `bench --replay-world W`: what the replay's operations cost on this GPU, measured apart from
+// any schedule, as a calibration the simulator predicts a replay with (`zfetch run
+// --calibration`): the all-gather is the replay's stand-in (the fused kernel over W simulated
+// ranks' shards, a dependent round trip), costed by its measured curve; reduce-scatter is not
+// replayed (0); h2d dependent pinned copies, alpha + bytes / bandwidth.
+int run_bench_replay(const BenchOptions& o) {
+  const ReplayCosts c = measure_replay_costs(o.replay_world);
+  cudaDeviceProp prop{};
+  int device = 0;
+  ZFETCH_CUDA_CHECK(cudaGetDevice(&device));
+  ZFETCH_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  const double bus = allgather_bus_factor(static_cast<int>(o.replay_world));
+  std::vector<TimedPoint> gather;
+  for (std::size_t i = 0; i < c.gather_bytes.size(); ++i) {
+    gather.push_back({c.gather_bytes[i], c.gather_ns[i]});
+  }
+  nlohmann::json j;
+  j["format"] = "zfetch-calibration";
+  j["version"] = 1;
+  j["machine"] = o.machine.empty() ? fmt::format("1x {} (replay stand-ins, {} simulated ranks)",
+                                                 prop.name, o.replay_world)
+                                   : o.machine;
+  j["source"] = fmt::format("zfetch-gpu bench --replay-world {}, {}", o.replay_world, today());
+  j["world_size"] = o.replay_world;
+  j["allgather"] = section(gather, bus);
+  j["allgather"]["interpolate"] = true;
+  j["reduce_scatter"] = {{"alpha_ns", 0}, {"busbw_GBps", 0}};
+  nlohmann::json h2d_points = nlohmann::json::array();
+  for (std::size_t i = 0; i < c.h2d_bytes.size(); ++i) {
+    h2d_points.push_back({{"bytes", static_cast<std::uint64_t>(c.h2d_bytes[i])},
+                          {"time_ns", c.h2d_ns[i]},
+                          {"GBps", c.h2d_bytes[i] / c.h2d_ns[i]}});
+  }
+  j["h2d"] = {
+      {"bandwidth_GBps", c.h2d_bw_gbps}, {"alpha_ns", c.h2d_alpha_ns}, {"points", h2d_points}};
+  j["replay"] = {{"spin_gap_ns", c.spin_gap_ns}};
+  j["notes"] =
+      "allgather: the fused gather kernel over world_size simulated ranks' shards on one GPU (a "
+      "persistent grid of half the GPU, as the replay runs it), each a dependent round trip "
+      "compute -> comm -> compute in a CUDA graph, buckets of 4 bf16 params; bytes = W * shard "
+      "bytes (what the timeline costs); interpolate: the simulator costs a gather by these points. "
+      "reduce_scatter: not replayed (0). h2d: dependent pinned copies (compute -> h2d -> compute) "
+      "of 4 KiB to 64 MiB, alpha + bytes / bandwidth.";
+  if (!o.out.empty() && !write_json(o.out, j)) {
+    return kExitUsage;
+  }
+  std::printf(
+      "# replay costs on %s, %u simulated ranks: gather fit alpha %.0f ns, %.1f GB/s "
+      "(W*shard bytes); h2d alpha %.0f ns, %.1f GB/s; compute kernel gap %.0f ns\n",
+      prop.name, o.replay_world, c.gather_alpha_ns, c.gather_bw_gbps, c.h2d_alpha_ns, c.h2d_bw_gbps,
+      c.spin_gap_ns);
+  for (std::size_t i = 0; i < c.gather_bytes.size(); ++i) {
+    std::printf("  gather %12.0f B %10.2f us\n", c.gather_bytes[i], c.gather_ns[i] / 1e3);
+  }
+  return kExitOk;
+}
 
 int run_bench_cmd(const BenchOptions& o) {
   if (visible_gpus() == 0) {
     std::fprintf(stderr, "zfetch-gpu: SKIP: no CUDA device visible\n");
     return kExitSkip;
+  }
+  if (o.replay_world > 0) {
+    return run_bench_replay(o);
   }
   NcclWorld world = make_world(o.max_gpus);
   const BenchResult r = run_bench(world, o.config);
@@ -268,13 +340,8 @@ int run_bench_cmd(const BenchOptions& o) {
       "(nccl-tests doc/PERFORMANCE.md); with W=1 it is 0 and algbw_GBps/alpha_algbw_ns carry the "
       "fit.",
       r.sim_world, o.config.samples);
-  if (!o.out.empty()) {
-    std::ofstream f(o.out);
-    f << j.dump(2) << "\n";
-    if (!f) {
-      std::fprintf(stderr, "zfetch-gpu: error: cannot write '%s'\n", o.out.c_str());
-      return kExitUsage;
-    }
+  if (!o.out.empty() && !write_json(o.out, j)) {
+    return kExitUsage;
   }
   std::printf(
       "# device %s, NCCL ranks %d, kernel gathers %u simulated ranks' shards; medians (us)\n",
@@ -445,6 +512,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1024));
   bench->add_flag("!--no-variants", bo.config.variants, "skip the kernel-variant table");
   bench->add_option("--max-gpus", bo.max_gpus, "use at most this many local GPUs (0: all)");
+  bench
+      ->add_option("--replay-world", bo.replay_world,
+                   "instead: measure what `replay` runs for W simulated ranks and write that "
+                   "calibration (for `zfetch run --calibration`)")
+      ->check(CLI::Range(2, 1024));
   bench->callback([&] { action = [&] { return run_bench_cmd(bo); }; });
 
   int nproc = 1;

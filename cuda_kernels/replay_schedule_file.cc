@@ -1,8 +1,7 @@
-// Replay schedules and the timeline's rules over them (see replay_model.h).
-#include "cuda_kernels/replay_model.h"
+// Reading replay schedules and calibrations on the GPU side (see replay_schedule_file.h).
+#include "cuda_kernels/replay_schedule_file.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -10,13 +9,6 @@
 namespace zfetch::gpu {
 
 namespace {
-
-constexpr std::int64_t kNsPerSecond = 1'000'000'000;
-__extension__ typedef __int128 Int128;
-
-std::int64_t round_div(Int128 num, Int128 den) {
-  return static_cast<std::int64_t>((num + den / 2) / den);
-}
 
 // A JSON object whose `format` is `format` and whose `version` is 1; `what` names it in errors.
 nlohmann::json parse_versioned(std::string_view text, const char* what, const char* format) {
@@ -36,33 +28,6 @@ std::int64_t gbps(const nlohmann::json& j, const char* key) {
 
 }  // namespace
 
-std::int64_t replay_transfer_ns(std::int64_t bytes, std::int64_t bytes_per_s) {
-  if (bytes <= 0 || bytes_per_s <= 0) {
-    return 0;
-  }
-  return round_div(static_cast<Int128>(bytes) * kNsPerSecond, bytes_per_s);
-}
-
-std::int64_t replay_h2d_ns(std::int64_t alpha_ns, std::int64_t bytes, std::int64_t bytes_per_s) {
-  if (bytes <= 0) {
-    return 0;
-  }
-  return alpha_ns + replay_transfer_ns(bytes, bytes_per_s);
-}
-
-std::int64_t replay_collective_ns(std::int64_t alpha_ns, std::int64_t busbw, std::int64_t bytes,
-                                  std::int64_t world_size) {
-  if (world_size <= 1 || bytes <= 0) {
-    return 0;
-  }
-  if (busbw <= 0) {
-    return alpha_ns;
-  }
-  const Int128 num = static_cast<Int128>(world_size - 1) * bytes * kNsPerSecond;
-  const Int128 den = static_cast<Int128>(world_size) * busbw;
-  return alpha_ns + round_div(num, den);
-}
-
 ReplaySchedule parse_replay_schedule(std::string_view text) {
   const nlohmann::json j = parse_versioned(text, "replay schedule", "zfetch-replay-schedule");
   ReplaySchedule s;
@@ -71,6 +36,8 @@ ReplaySchedule parse_replay_schedule(std::string_view text) {
   s.offload = j.at("offload").get<bool>();
   const nlohmann::json& cal = j.at("calibration");
   s.calibration.machine = cal.value("machine", "");
+  s.calibration.allgather_curve_points =
+      cal.at("allgather").contains("curve") ? cal.at("allgather").at("curve").size() : 0;
   s.calibration.allgather_alpha_ns = cal.at("allgather").at("alpha_ns").get<std::int64_t>();
   s.calibration.allgather_busbw = cal.at("allgather").at("busbw_bytes_per_s").get<std::int64_t>();
   s.calibration.rs_alpha_ns = cal.at("reduce_scatter").at("alpha_ns").get<std::int64_t>();
@@ -138,6 +105,9 @@ ReplayCalibration parse_replay_calibration(std::string_view text) {
   const nlohmann::json& ag = j.at("allgather");
   c.allgather_alpha_ns = std::llround(ag.value("alpha_ns", 0.0));
   c.allgather_busbw = gbps(ag, "busbw_GBps");
+  if (ag.value("interpolate", false) && ag.contains("points")) {
+    c.allgather_curve_points = ag.at("points").size();
+  }
   c.rs_alpha_ns = c.allgather_alpha_ns;
   c.rs_busbw = c.allgather_busbw;
   if (j.contains("reduce_scatter")) {
@@ -151,78 +121,6 @@ ReplayCalibration parse_replay_calibration(std::string_view text) {
     c.h2d_alpha_ns = std::llround(h2d.value("alpha_ns", 0.0));
   }
   return c;
-}
-
-std::vector<PredictedStep> predict_steps(const ReplaySchedule& s, const ReplayCalibration& c) {
-  enum { kCompute, kComm, kH2d, kRs };
-  std::array<std::int64_t, 4> free{};
-  std::int64_t& now = free[kCompute];
-  std::vector<std::int64_t> ready(s.ops.size(), 0);
-  std::vector<PredictedStep> out;
-  bool in_step = false;
-  PredictedStep cur;
-  std::int64_t start = 0;
-  auto end_step = [&] {
-    if (in_step) {
-      cur.step_ns = now - start;
-      out.push_back(cur);
-    }
-    in_step = false;
-  };
-  auto drain = [&] { now = *std::max_element(free.begin(), free.end()); };
-  for (std::size_t i = 0; i < s.ops.size(); ++i) {
-    const ReplayOp& op = s.ops[i];
-    switch (op.kind) {
-    case ReplayOp::Kind::Step:
-      end_step();
-      in_step = true;
-      cur = PredictedStep{op.step, 0, 0};
-      start = now;
-      break;
-    case ReplayOp::Kind::Gather: {
-      std::int64_t r = now;
-      if (s.offload) {
-        const std::int64_t st = std::max(r, free[kH2d]);
-        free[kH2d] = st + replay_h2d_ns(c.h2d_alpha_ns, op.shard_bytes, c.h2d_bytes_per_s);
-        r = free[kH2d];
-      }
-      const std::int64_t dur = replay_collective_ns(c.allgather_alpha_ns, c.allgather_busbw,
-                                                    op.shard_bytes * s.world_size, s.world_size);
-      if (dur > 0) {
-        free[kComm] = std::max(r, free[kComm]) + dur;
-        r = free[kComm];
-      }
-      ready[i] = r;
-      if (op.sync) {
-        now = std::max(now, r);
-      }
-      break;
-    }
-    case ReplayOp::Kind::Wait:
-      now = std::max(now, ready[op.waits[0]]);
-      break;
-    case ReplayOp::Kind::Compute:
-      for (std::uint32_t w : op.waits) {
-        now = std::max(now, ready[w]);
-      }
-      now += op.dur_ns;
-      cur.compute_ns += op.dur_ns;
-      break;
-    case ReplayOp::Kind::Rs: {
-      const std::int64_t dur =
-          replay_collective_ns(c.rs_alpha_ns, c.rs_busbw, op.bytes, s.world_size);
-      if (dur > 0) {
-        free[kRs] = std::max(now, free[kRs]) + dur;
-      }
-      break;
-    }
-    case ReplayOp::Kind::Drain:
-      drain();
-      break;
-    }
-  }
-  end_step();
-  return out;
 }
 
 }  // namespace zfetch::gpu
