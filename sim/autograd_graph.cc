@@ -9,6 +9,7 @@ void AutogradGraph::reserve(size_t modules, size_t params) {
   regions_.reserve(16);
   accumulated_.reserve(2 * params + 16);
   use_task_.assign(params, 0);
+  use_entry_.assign(params, 0);
 }
 
 void AutogradGraph::clear() {
@@ -83,15 +84,21 @@ void AutogradGraph::add_data_read(ModuleIndex reader) {
 }
 
 void AutogradGraph::add_use(ParamIndex p) {
-  if (!recording_ || nodes_.empty() || use_task_[static_cast<size_t>(p)] == task_) {
+  if (!recording_ || nodes_.empty()) {
     return;
   }
-  use_task_[static_cast<size_t>(p)] = task_;
+  const auto i = static_cast<size_t>(p);
+  if (use_task_[i] == task_) {
+    ++accumulated_[use_entry_[i]].uses;
+    return;
+  }
+  use_task_[i] = task_;
+  use_entry_[i] = static_cast<uint32_t>(accumulated_.size());
   Node& node = nodes_.back();
   if (node.accumulate_count == 0) {
     node.accumulate_begin = static_cast<uint32_t>(accumulated_.size());
   }
-  accumulated_.push_back(p);
+  accumulated_.push_back({p, 1});
   ++node.accumulate_count;
 }
 

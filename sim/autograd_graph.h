@@ -13,6 +13,12 @@ namespace zfetch::sim {
 
 class AutogradGraph {
  public:
+  /// A param whose AccumulateGrad runs after a node, and how many uses of the param in this
+  /// graph task feed it (their gradients are summed first).
+  struct Accumulation {
+    ParamIndex param;
+    uint32_t uses;
+  };
   /// A node of the graph (docs/backward-order.md, section 1).
   struct Node {
     enum class Kind : uint8_t { PostBackward, Compute, PreBackward, Checkpoint, DataRead };
@@ -83,7 +89,7 @@ class AutogradGraph {
   [[nodiscard]] size_t size() const { return nodes_.size(); }
   [[nodiscard]] const Node& node(size_t i) const { return nodes_[i]; }
   /// The params whose gradient is accumulated right after `node`'s backward.
-  [[nodiscard]] std::span<const ParamIndex> accumulated(const Node& node) const {
+  [[nodiscard]] std::span<const Accumulation> accumulated(const Node& node) const {
     return {accumulated_.data() + node.accumulate_begin, node.accumulate_count};
   }
   /// Drops the nodes from `begin` on (a reentrant replay's nested graph, once it has run).
@@ -97,8 +103,9 @@ class AutogradGraph {
 
   std::vector<Node> nodes_;
   std::vector<Region> regions_;
-  std::vector<ParamIndex> accumulated_;  ///< per node, in node order (Node::accumulate_begin)
-  std::vector<uint32_t> use_task_;       ///< per param: the graph task of its first use, or 0
+  std::vector<Accumulation> accumulated_;  ///< per node, in node order (Node::accumulate_begin)
+  std::vector<uint32_t> use_task_;         ///< per param: the graph task of its first use, or 0
+  std::vector<uint32_t> use_entry_;        ///< per param: its entry in accumulated_ for that task
   uint32_t task_ = 1;
   bool recording_ = true;
   bool stopping_ = false;

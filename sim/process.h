@@ -61,7 +61,7 @@ class Process {
   void pre_backward(ModuleIndex m);
   void post_backward(ModuleIndex m);
   void unpack_region(int32_t region);
-  void accumulate_grad(const AutogradGraph::Node& node, ParamIndex p);
+  void accumulate_grad(const AutogradGraph::Node& node, AutogradGraph::Accumulation accumulation);
   void reduction_epilogue();
   [[nodiscard]] std::string autograd_execution(int32_t task_region) const;
   void replay(int32_t region);

@@ -63,14 +63,17 @@ TEST_SUITE("sim") {
     graph.add_data_read(2);
     graph.add_use(0);  // a newer use of param 0: its backward runs before the compute's
     REQUIRE(graph.size() == 2);
-    CHECK(graph.accumulated(graph.node(0)).size() == 2);
+    REQUIRE(graph.accumulated(graph.node(0)).size() == 2);
+    CHECK(graph.accumulated(graph.node(0))[0].uses == 2);  // the compute and the read, summed
+    CHECK(graph.accumulated(graph.node(0))[1].uses == 1);
     CHECK(graph.accumulated(graph.node(1)).empty());
     // A reentrant replay's graph is a task of its own: param 0 is accumulated there too.
     graph.begin_nested_task();
     graph.add_compute(1);
     graph.add_use(0);
     REQUIRE(graph.accumulated(graph.node(2)).size() == 1);
-    CHECK(graph.accumulated(graph.node(2))[0] == 0);
+    CHECK(graph.accumulated(graph.node(2))[0].param == 0);
+    CHECK(graph.accumulated(graph.node(2))[0].uses == 1);
     graph.truncate(2);
     CHECK(graph.size() == 2);
     CHECK(graph.accumulated(graph.node(0)).size() == 2);

@@ -107,6 +107,12 @@ schedule:
       // PR #8875 registers the read: the reader's pre-backward gathers the weight again.
       CHECK(simulate_file(path, Discovery::ResidencyIndependent).outcome.kind == OutcomeKind::Pass);
     }
+    // The summed gradient of a [16] or [8, 1] weight obeys the layout contract against the empty
+    // data's strides: torch keeps it, nothing is copied, nothing fails (f3d, f3e).
+    CHECK(simulate_file("scenarios/fidelity/f3d_read_then_owner_release_1d.yaml").outcome.kind ==
+          OutcomeKind::Pass);
+    CHECK(simulate_file("scenarios/fidelity/f3e_read_then_owner_release_last_dim_1.yaml")
+              .outcome.kind == OutcomeKind::Pass);
     // The owner's own backward is the last use when the read comes after it: nothing fails.
     CHECK(simulate_file("scenarios/fidelity/f3b_owner_release_then_read.yaml").outcome.kind ==
           OutcomeKind::Pass);
