@@ -1,8 +1,8 @@
 // The backward of one process: autograd's node order, the backward hooks, activation-checkpoint
 // replay (semantics 2.5-2.8, docs/backward-order.md).
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
+#include "sim/accumulate_grad.h"
 #include "sim/process.h"
 
 namespace zfetch::sim {
@@ -46,53 +46,10 @@ void Process::run_backward(size_t begin) {
   }
 }
 
-namespace {
-
-/// What AccumulateGrad raises when it stores the gradient `shape` of a param whose data is
-/// empty (shape [0], strides [1]), or "" when it does not fail. With no gradient stored yet it
-/// keeps the incoming tensor only if that obeys the layout contract against the param's strides
-/// (torch/csrc/autograd/functions/accumulate_grad.h, utils::obeys_layout_contract); otherwise it
-/// copies the gradient into a new tensor of the param's shape, [0], and the copy's broadcast
-/// fails. One use hands on the expanded gradient of a sum (strides 0): the contract fails. Several
-/// uses' gradients are summed into a new contiguous tensor, whose first stride (the product of
-/// the other dims) must equal the empty data's 1 unless the first dim is 1 (seen on real
-/// DeepSpeed: [8, 8] and [4, 6] fail, [16] and [8, 1] pass, scenarios/fidelity/f3*).
-std::string empty_param_accumulate_error(const std::vector<int64_t>& shape, uint32_t uses) {
-  if (shape.empty()) {
-    return {};
-  }
-  int64_t inner = 1;  // the contiguous gradient's first stride
-  bool all_one = true;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    all_one = all_one && shape[d] == 1;
-    if (d > 0) {
-      inner *= shape[d];
-    }
-  }
-  const bool keeps_gradient = uses > 1 ? shape[0] == 1 || inner == 1 : all_one;
-  if (keeps_gradient) {
-    return {};
-  }
-  if (shape.back() != 1) {
-    return fmt::format(
-        "The size of tensor a (0) must match the size of tensor b ({}) at non-singleton "
-        "dimension {}",
-        shape.back(), shape.size() - 1);
-  }
-  // [.., 1] broadcasts against [0]: the copy's output shape is what does not match (not seen on
-  // real DeepSpeed yet).
-  std::vector<int64_t> broadcast(shape.begin(), shape.end());
-  broadcast.back() = 0;
-  return fmt::format("output with shape [0] doesn't match the broadcast shape [{}]",
-                     fmt::join(broadcast, ", "));
-}
-
-}  // namespace
-
 void Process::accumulate_grad(const AutogradGraph::Node& node,
                               AutogradGraph::Accumulation accumulation) {
   // The gradient has the param's full shape; storing it into a partitioned param's empty data
-  // (shape [0]) can fail (see empty_param_accumulate_error).
+  // (shape [0]) can fail (sim/accumulate_grad.h).
   const ParamIndex p = accumulation.param;
   if (params_.status[p] != Status::Available && !params_.fast_sharded[p]) {
     const std::string error =

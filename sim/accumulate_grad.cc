@@ -1,0 +1,41 @@
+// torch's AccumulateGrad into an emptied parameter.
+#include "sim/accumulate_grad.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <vector>
+
+namespace zfetch::sim {
+
+std::string empty_param_accumulate_error(std::span<const int64_t> shape, uint32_t uses) {
+  if (shape.empty()) {
+    return {};
+  }
+  int64_t inner = 1;  // the contiguous gradient's first stride
+  bool all_one = true;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    all_one = all_one && shape[d] == 1;
+    if (d > 0) {
+      inner *= shape[d];
+    }
+  }
+  const bool keeps_gradient = uses > 1 ? shape[0] == 1 || inner == 1 : all_one;
+  if (keeps_gradient) {
+    return {};
+  }
+  if (shape.back() != 1) {
+    return fmt::format(
+        "The size of tensor a (0) must match the size of tensor b ({}) at non-singleton "
+        "dimension {}",
+        shape.back(), shape.size() - 1);
+  }
+  // [.., 1] broadcasts against [0]: the copy's output shape is what does not match (not seen on
+  // real DeepSpeed yet).
+  std::vector<int64_t> broadcast(shape.begin(), shape.end());
+  broadcast.back() = 0;
+  return fmt::format("output with shape [0] doesn't match the broadcast shape [{}]",
+                     fmt::join(broadcast, ", "));
+}
+
+}  // namespace zfetch::sim

@@ -1,0 +1,22 @@
+// torch's AccumulateGrad storing a gradient into a parameter whose data ZeRO-3 has emptied.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace zfetch::sim {
+
+/// What AccumulateGrad raises when it stores the gradient `shape` of a param whose data is
+/// empty (shape [0], strides [1]), or "" when it does not fail. With no gradient stored yet it
+/// keeps the incoming tensor only if that obeys the layout contract against the param's strides
+/// (torch/csrc/autograd/functions/accumulate_grad.h, utils::obeys_layout_contract); otherwise it
+/// copies the gradient into a new tensor of the param's shape, [0], and the copy's broadcast
+/// fails. One use hands on the expanded gradient of a sum (strides 0): the contract fails. Several
+/// uses' gradients are summed into a new contiguous tensor, whose first stride (the product of
+/// the other dims) must equal the empty data's 1 unless the first dim is 1 (seen on real
+/// DeepSpeed: [8, 8] and [4, 6] fail, [16] and [8, 1] pass, scenarios/fidelity/f3*).
+[[nodiscard]] std::string empty_param_accumulate_error(std::span<const int64_t> shape,
+                                                       uint32_t uses);
+
+}  // namespace zfetch::sim
