@@ -5,15 +5,13 @@
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "io/input_file.h"
 #include "model/ds_config_parse.h"
 #include "model/scenario_parser.h"
+#include "model/yaml_limits.h"
 #include "model/yaml_reader.h"
 
 namespace zfetch::model {
@@ -31,17 +29,6 @@ constexpr std::array kTopKeys = {
     "model"sv,   "schedule"sv,  "expect"sv,
 };
 constexpr std::array kTimingKeys = {"tokens_per_micro_batch"sv, "calibration"sv};
-
-std::optional<std::string> read_file(const std::string& path, std::string& error) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    error = std::strerror(errno);
-    return std::nullopt;
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 Diagnostic whole_file_error(const std::string& file, std::string message) {
   Diagnostic diagnostic;
@@ -83,12 +70,13 @@ void read_config_file(YamlReader& reader, const Field& field, std::string_view b
   }
   const std::string path =
       (std::filesystem::path(base_dir) / *relative).lexically_normal().generic_string();
-  std::string error;
-  const std::optional<std::string> text = read_file(path, error);
-  if (!text) {
-    reader.error(field.value, fmt::format("cannot read ds_config file '{}': {}", path, error));
+  const io::InputText input = io::read_input_file(path);
+  if (!input.text) {
+    reader.error(field.value,
+                 fmt::format("cannot read ds_config file '{}': {}", path, input.error));
     return;
   }
+  const std::string* text = &*input.text;
   const SourceText source(path, *text);
   YamlReader config_reader(source, out);
   nlohmann::json json;
@@ -108,7 +96,11 @@ void read_config_file(YamlReader& reader, const Field& field, std::string_view b
   }
   YAML::Node root;
   try {
-    root.reset(YAML::Load(*text));
+    std::optional<YAML::Node> loaded = detail::load_yaml_within_limits(config_reader, *text);
+    if (!loaded) {
+      return;
+    }
+    root.reset(*loaded);
   } catch (const YAML::Exception&) {
     root.reset(json_to_yaml(json));
   }
@@ -214,8 +206,9 @@ LoadResult parse_scenario_text(std::string_view file_name, std::string_view text
   Scenario scenario;
   scenario.path = file;
   try {
-    const YAML::Node root = YAML::Load(std::string(text));
-    read_top_level(reader, root, base_dir, scenario, result.diagnostics);
+    if (const std::optional<YAML::Node> root = detail::load_yaml_within_limits(reader, text)) {
+      read_top_level(reader, *root, base_dir, scenario, result.diagnostics);
+    }
   } catch (const YAML::Exception& e) {
     // Syntax errors (ParserException) and anything else yaml-cpp refuses carry a mark.
     SourceLoc at{};
@@ -245,14 +238,14 @@ LoadResult parse_scenario_text(std::string_view file_name, std::string_view text
 }
 
 LoadResult load_scenario_file(const std::string& path) {
-  std::string error;
-  const std::optional<std::string> text = read_file(path, error);
-  if (!text) {
+  const io::InputText input = io::read_input_file(path);
+  if (!input.text) {
     LoadResult result;
     result.diagnostics.push_back(
-        whole_file_error(path, fmt::format("cannot read file: {}", error)));
+        whole_file_error(path, fmt::format("cannot read file: {}", input.error)));
     return result;
   }
+  const std::string* text = &*input.text;
   std::string base_dir = std::filesystem::path(path).parent_path().generic_string();
   if (base_dir.empty()) {
     base_dir = ".";

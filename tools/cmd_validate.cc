@@ -5,10 +5,13 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "diag/render.h"
+#include "io/input_file.h"
 #include "model/load.h"
+#include "sim/timeline/calibration.h"
 #include "tools/commands.h"
 #include "trace/reader.h"
 
@@ -25,6 +28,22 @@ bool ends_with(const std::string& text, const char* suffix) {
   return text.size() >= length && text.compare(text.size() - length, length, suffix) == 0;
 }
 
+// A trace is recognised by its header line, whatever the file is called; `.jsonl` decides
+// only when the content cannot be read (so the error comes from the trace reader).
+bool is_trace(const std::string& path) {
+  constexpr std::string_view kHeaderStart = R"({"format":"zfetch-trace")";
+  if (!io::is_regular_file(path)) {
+    return ends_with(path, ".jsonl");
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string start(kHeaderStart.size(), '\0');
+  in.read(start.data(), static_cast<std::streamsize>(start.size()));
+  if (in.gcount() != static_cast<std::streamsize>(start.size())) {
+    return ends_with(path, ".jsonl");
+  }
+  return start == kHeaderStart || ends_with(path, ".jsonl");
+}
+
 // True if the scenario loaded; every diagnostic goes to stderr.
 bool validate_scenario(const std::string& path) {
   const model::LoadResult result = model::load_scenario_file(path);
@@ -34,18 +53,26 @@ bool validate_scenario(const std::string& path) {
   if (!result.scenario) {
     return false;
   }
+  // `run` needs the calibration too: a missing or malformed one fails here as it would there.
+  const sim::CalibrationResult calibration = sim::resolve_calibration(*result.scenario);
+  for (const model::Diagnostic& diagnostic : calibration.diagnostics) {
+    std::fputs(diag::render(diagnostic).c_str(), stderr);
+  }
+  if (!calibration.calibration) {
+    return false;
+  }
   std::printf("%s: ok (%zu modules, %zu parameters)\n", path.c_str(),
               result.scenario->modules.size(), result.scenario->params.size());
   return true;
 }
 
 bool validate_trace(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    std::fprintf(stderr, "%s: error: cannot read file: %s\n", path.c_str(), std::strerror(errno));
+  io::InputStream in(path);
+  if (!in.error().empty()) {
+    std::fprintf(stderr, "%s: error: cannot read file: %s\n", path.c_str(), in.error().c_str());
     return false;
   }
-  trace::TraceReader reader(in, path);
+  trace::TraceReader reader(in.stream(), path);
   uint64_t events = 0;
   if (reader.read_header()) {
     while (reader.next() != nullptr) {
@@ -71,7 +98,7 @@ void setup_validate(CLI::App& sub, std::function<int()>& action) {
       bool all_ok = true;
       // Every file is checked even after a bad one, so one run reports everything.
       for (const std::string& file : options->files) {
-        const bool ok = ends_with(file, ".jsonl") ? validate_trace(file) : validate_scenario(file);
+        const bool ok = is_trace(file) ? validate_trace(file) : validate_scenario(file);
         all_ok = all_ok && ok;
       }
       return all_ok ? kExitOk : kExitBadInput;

@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+
+#include "io/input_file.h"
 
 namespace zfetch::sim {
 
@@ -308,13 +308,11 @@ CalibrationResult parse_calibration(std::string_view file_name, std::string_view
 }
 
 CalibrationResult load_calibration_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return failure(path, "cannot read calibration file");
+  const io::InputText input = io::read_input_file(path);
+  if (!input.text) {
+    return failure(path, "cannot read calibration file: " + input.error);
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_calibration(path, text.str());
+  return parse_calibration(path, *input.text);
 }
 
 std::vector<std::string_view> builtin_calibration_names() {

@@ -128,8 +128,9 @@ TEST_SUITE("timeline") {
             "cal.json:1:34: error: unsupported calibration version 2 (this build reads 1)");
     }
     SUBCASE("unreadable file") {
-      CHECK(first_error(load_calibration_file("/nonexistent/cal.json")) ==
-            "/nonexistent/cal.json: error: cannot read calibration file");
+      CHECK(
+          first_error(load_calibration_file("/nonexistent/cal.json")) ==
+          "/nonexistent/cal.json: error: cannot read calibration file: No such file or directory");
     }
   }
 

@@ -1,0 +1,61 @@
+// Reading an input file whole, with a size cap: a directory, a device or an endless stream is an
+// error that says what the path is, never a hang or an unbounded allocation.
+#pragma once
+
+#include <cstddef>
+#include <istream>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace zfetch::io {
+
+/// The most zfetch reads from one scenario, ds_config or calibration file: 64 MiB. Far above
+/// any real model description (a 10^5-module scenario is about 6 MB), far below what would
+/// exhaust a machine's memory while it is parsed.
+inline constexpr size_t kMaxInputFileBytes = size_t{64} << 20;
+
+/// The text of a file, or why it could not be read.
+struct InputText {
+  std::optional<std::string> text;
+  /// When `text` is empty: what is wrong, phrased to follow the path ("is a directory",
+  /// "is larger than the 64 MiB limit for input files", "No such file or directory").
+  std::string error;
+};
+
+/// Reads the whole file at `path`, at most `limit` bytes. A directory is refused (never read
+/// as an empty file); a FIFO, a character device or any other non-regular file is read up to
+/// `limit` bytes, and more than that is an error (so /dev/zero fails fast). A FIFO without a
+/// writer reads as empty instead of blocking.
+InputText read_input_file(const std::string& path, size_t limit = kMaxInputFileBytes);
+
+/// A file opened for streaming (a trace, read line by line): what the reader caps is the
+/// length of a line, not the file. Opened as read_input_file does, so a directory is an
+/// error and a FIFO without a writer reads as empty instead of blocking.
+class InputStream {
+ public:
+  /// Opens `path`; check error() before reading.
+  explicit InputStream(const std::string& path);
+  ~InputStream();
+  InputStream(const InputStream&) = delete;
+  InputStream& operator=(const InputStream&) = delete;
+
+  /// Empty when the file is open; otherwise what is wrong, phrased as read_input_file's.
+  [[nodiscard]] const std::string& error() const { return error_; }
+  /// The content; reading fails (badbit) on a read error.
+  [[nodiscard]] std::istream& stream();
+
+ private:
+  class Buffer;
+  std::unique_ptr<Buffer> buffer_;
+  std::unique_ptr<std::istream> stream_;
+  std::string error_;
+};
+
+/// True when `path` is a regular file (so its first bytes can be looked at without waiting).
+bool is_regular_file(const std::string& path);
+
+/// "64 MiB": a byte count as a person reads a limit.
+std::string describe_limit(size_t bytes);
+
+}  // namespace zfetch::io
