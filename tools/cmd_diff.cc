@@ -10,7 +10,9 @@
 #include "diag/render.h"
 #include "tools/commands.h"
 #include "tools/diff_render.h"
+#include "tools/order_input.h"
 #include "trace/diff.h"
+#include "trace/order_file.h"
 #include "trace/reader.h"
 
 namespace zfetch::tools {
@@ -52,12 +54,58 @@ bool make_projection(const DiffCommandOptions& o, trace::Projection& projection)
   return true;
 }
 
+bool ends_with(const std::string& text, std::string_view suffix) {
+  return text.size() >= suffix.size() &&
+         std::string_view(text).substr(text.size() - suffix.size()) == suffix;
+}
+
+// RECORDED against an order file: the events the projection selects, through the checker.
+int run_order_check(const DiffCommandOptions& o, const trace::Projection& projection) {
+  const std::optional<trace::OrderFile> order = load_order_or_report(o.expected);
+  if (!order) {
+    return kExitBadInput;
+  }
+  std::ifstream in(o.recorded, std::ios::binary);
+  if (!in) {
+    std::fprintf(stderr, "%s: error: cannot read file: %s\n", o.recorded.c_str(),
+                 std::strerror(errno));
+    return kExitBadInput;
+  }
+  trace::TraceReader reader(in, o.recorded);
+  trace::OrderChecker checker(*order, o.recorded);
+  if (reader.read_header()) {
+    while (const trace::Event* e = reader.next()) {
+      if (projection.selects(*e)) {
+        checker.on_event(*e, reader.line());
+      }
+      if (checker.failed()) {
+        break;
+      }
+    }
+  }
+  const std::optional<diag::Diagnostic> failure = checker.finish();
+  if (failure) {
+    std::fputs(diag::render(*failure).c_str(), stdout);
+    return kExitMismatch;
+  }
+  if (reader.error()) {
+    std::fputs(diag::render(*reader.error()).c_str(), stderr);
+    return kExitBadInput;
+  }
+  std::printf("%s: every directive of %s holds (%llu events checked)\n", o.recorded.c_str(),
+              o.expected.c_str(), static_cast<unsigned long long>(checker.events()));
+  return kExitOk;
+}
+
 int run_diff(const DiffCommandOptions& o) {
   trace::DiffOptions options;
   if (!make_projection(o, options.projection)) {
     return kExitBadInput;
   }
   options.context = o.context;
+  if (!ends_with(o.expected, ".jsonl")) {
+    return run_order_check(o, options.projection);
+  }
   std::ifstream recorded_in(o.recorded, std::ios::binary);
   std::ifstream expected_in(o.expected, std::ios::binary);
   for (const auto* file : {&o.recorded, &o.expected}) {
@@ -95,7 +143,9 @@ int run_diff(const DiffCommandOptions& o) {
 void setup_diff(CLI::App& sub, std::function<int()>& action) {
   auto o = std::make_shared<DiffCommandOptions>();
   sub.add_option("recorded", o->recorded, "the recorded trace (.jsonl)")->required();
-  sub.add_option("expected", o->expected, "the expected trace (.jsonl)")->required();
+  sub.add_option("expected", o->expected,
+                 "the expected trace (.jsonl), or an order file (any other name; docs/diff.md)")
+      ->required();
   sub.add_option("--fields", o->fields,
                  "fields compared, comma-separated (default "
                  "engine,step,micro_step,phase,kind,module,param; also trace_step, status, numel, "

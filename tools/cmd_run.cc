@@ -13,6 +13,7 @@
 #include "sim/timeline/cost_model.h"
 #include "sim/timeline/timeline.h"
 #include "tools/commands.h"
+#include "tools/order_input.h"
 #include "tools/outcome_report.h"
 #include "tools/scenario_input.h"
 #include "trace/writer.h"
@@ -27,8 +28,26 @@ struct RunOptions {
   std::string timeline_path;
   std::string replay_schedule_path;
   std::string calibration_path;  // instead of the scenario's timing.calibration
+  std::string expect_order_path;
   bool json = false;
   bool per_module = false;
+};
+
+// Checks every event against an order file on its way to the next sink.
+class OrderCheckingSink final : public trace::EventSink {
+ public:
+  OrderCheckingSink(const trace::OrderFile& order, std::string trace_name, trace::EventSink& next)
+      : checker_(order, std::move(trace_name)), next_(next) {}
+  void on_event(const trace::Event& event) override {
+    // Line numbers of the trace file `--trace` writes: the header, then one line per event.
+    checker_.on_event(event, event.seq + 2);
+    next_.on_event(event);
+  }
+  std::optional<diag::Diagnostic> finish() { return checker_.finish(); }
+
+ private:
+  trace::OrderChecker checker_;
+  trace::EventSink& next_;
 };
 
 // Writes `text` to `path`; false (after a message) when it cannot.
@@ -54,6 +73,14 @@ int run(const RunOptions& options) {
   if (!scenario) {
     return kExitBadInput;
   }
+  // The order file is validated before anything runs.
+  std::optional<trace::OrderFile> order;
+  if (!options.expect_order_path.empty()) {
+    order = load_order_or_report(options.expect_order_path);
+    if (!order) {
+      return kExitBadInput;
+    }
+  }
   sim::Options sim_options;
   sim_options.discovery = *discovery;
 
@@ -75,6 +102,13 @@ int run(const RunOptions& options) {
     header.discovery = std::string(format_as(*discovery));
     writer = std::make_unique<trace::TraceWriter>(out, header);
     sink = writer.get();
+  }
+
+  std::optional<OrderCheckingSink> order_sink;
+  if (order) {
+    order_sink.emplace(
+        *order, options.trace_path.empty() ? "the simulated trace" : options.trace_path, *sink);
+    sink = &*order_sink;
   }
 
   // The timeline stamps simulated time on every event before the trace writer sees it.
@@ -128,6 +162,12 @@ int run(const RunOptions& options) {
           stdout);
     }
   }
+  if (order_sink) {
+    if (const std::optional<diag::Diagnostic> failure = order_sink->finish()) {
+      std::fputs(diag::render(*failure).c_str(), stderr);
+      return kExitMismatch;
+    }
+  }
   return outcome.failure ? kExitMismatch : kExitOk;
 }
 
@@ -149,6 +189,9 @@ void setup_run(CLI::App& sub, std::function<int()>& action) {
   sub.add_option("--calibration", options->calibration_path,
                  "time with this calibration file (e.g. from `zfetch-gpu bench --out`) instead of "
                  "the scenario's timing.calibration");
+  sub.add_option("--expect-order", options->expect_order_path,
+                 "check the simulated events against an order file (docs/diff.md); exit 1 when a "
+                 "directive fails");
   sub.add_flag("--per-module", options->per_module, "add per-module totals to the summary");
   sub.add_flag("--json", options->json, "print the outcome as one JSON object");
   sub.callback([&action, options] { action = [options] { return run(*options); }; });
