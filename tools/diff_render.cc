@@ -131,7 +131,12 @@ std::string render_diff_text(const trace::DiffReport& report, const std::string&
     out += diag::render(divergence_diagnostic(d, recorded_file, expected_file));
     append_context(out, recorded_file, d);
   }
-  if (report.divergence_count() == 0) {
+  if (report.error) {
+    out += fmt::format(
+        "{} divergence{} in the {} recorded and {} expected events before the read error\n",
+        report.divergence_count(), report.divergence_count() == 1 ? "" : "s",
+        report.recorded_events, report.expected_events);
+  } else if (report.divergence_count() == 0) {
     out += fmt::format("{} and {}: equal ({} events compared)\n", recorded_file, expected_file,
                        report.recorded_events);
   } else {

@@ -5,7 +5,8 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <sstream>
+#include <iterator>
+#include <string>
 
 #include "diag/render.h"
 
@@ -13,12 +14,12 @@ namespace zfetch::tools {
 
 std::optional<trace::OrderFile> load_order_or_report(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  if (!in || !(text << in.rdbuf())) {
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in && !in.eof()) {
     std::fprintf(stderr, "%s: error: cannot read file: %s\n", path.c_str(), std::strerror(errno));
     return std::nullopt;
   }
-  trace::OrderParseResult parsed = trace::parse_order_file(path, text.str());
+  trace::OrderParseResult parsed = trace::parse_order_file(path, text);
   std::fputs(diag::render(parsed.diagnostics).c_str(), stderr);
   return std::move(parsed.order);
 }

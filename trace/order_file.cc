@@ -359,10 +359,13 @@ void OrderChecker::on_event(const Event& event, uint64_t line) {
   const size_t label = next_label(pos_ + 1);
   if (pos_ < order_.directives.size() && label < order_.directives.size() &&
       matches(order_.directives[label])) {
-    const OrderDirective& d = order_.directives[pos_];
-    fail(d,
+    const OrderDirective* d = &order_.directives[pos_];
+    for (size_t i = pos_; d->type == OrderDirective::Type::Dag && dag_matched_[i]; ++i) {
+      d = &order_.directives[i + 1];  // the first CHECK-DAG of the group still unmatched
+    }
+    fail(*d,
          fmt::format("{}: expected {} before the event of line {} of the order file ({})",
-                     format_as(d.type), d.pattern, order_.directives[label].line,
+                     format_as(d->type), d->pattern, order_.directives[label].line,
                      order_.directives[label].pattern),
          fmt::format("the label's event: {}", rendered_), line);
   }
