@@ -79,7 +79,7 @@ class NameIndex {
     for (size_t k = 0; k < count_[size]; ++k) {
       const std::string_view candidate = table_[by_size_[size][k]];
       if (size == 0 || (candidate[0] == name[0] && candidate[size - 1] == name[size - 1] &&
-                        std::equal(name.begin() + 1, name.end() - 1, candidate.begin() + 1))) {
+                        same_middle(candidate, name))) {
         return by_size_[size][k];
       }
     }
@@ -87,6 +87,16 @@ class NameIndex {
   }
 
  private:
+  // A plain loop: names are short, and std::equal becomes a call to memcmp.
+  static constexpr bool same_middle(std::string_view a, std::string_view b) {
+    for (size_t i = 1; i + 1 < a.size(); ++i) {
+      if (a[i] != b[i]) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   static constexpr size_t kMaxSize = 24;
   static constexpr size_t kMaxPerSize = 6;
   const std::array<std::string_view, N>& table_;

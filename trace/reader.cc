@@ -238,8 +238,9 @@ class FastEventParser {
   // Up to 18 digits, no leading zero: larger values, signs and floats go to the general
   // parser, which checks their range or reports them.
   [[gnu::always_inline]] bool unsigned_integer(uint64_t& out) {
-    // Most values of a line are integers of several digits; read up to 16 of them 8 at a time.
-    if (end_ - p_ >= 16) {
+    // Most values of a line are integers of several digits; read up to 16 of them 8 at a time
+    // (only within the line: the last fields have fewer than 16 bytes after them).
+    if (end_ - p_ >= 8) {
       // rank, engine, step and micro_step are mostly one digit: no need for the word trick.
       if (static_cast<unsigned char>(p_[1] - '0') >= 10 &&
           static_cast<unsigned char>(p_[0] - '0') < 10) {
@@ -257,12 +258,14 @@ class FastEventParser {
         p_ += n;
         return true;
       }
-      const uint64_t second = load8(p_ + 8);
-      const int m = leading_digits(second);
-      if (m < 8) {
-        out = eight_digits(first, 8) * kPowersOf10[m] + (m == 0 ? 0 : eight_digits(second, m));
-        p_ += 8 + m;
-        return true;
+      if (end_ - p_ >= 16) {
+        const uint64_t second = load8(p_ + 8);
+        const int m = leading_digits(second);
+        if (m < 8) {
+          out = eight_digits(first, 8) * kPowersOf10[m] + (m == 0 ? 0 : eight_digits(second, m));
+          p_ += 8 + m;
+          return true;
+        }
       }
     }
     const char* const start = p_;
