@@ -4,6 +4,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "diag/render.h"
 #include "sim/export/chrome_trace.h"
@@ -15,6 +16,7 @@
 #include "tools/commands.h"
 #include "tools/order_input.h"
 #include "tools/outcome_report.h"
+#include "tools/output_file.h"
 #include "tools/scenario_input.h"
 #include "trace/writer.h"
 
@@ -50,14 +52,9 @@ class OrderCheckingSink final : public trace::EventSink {
   trace::EventSink& next_;
 };
 
-// Writes `text` to `path`; false (after a message) when it cannot.
-bool write_file(const std::string& path, const std::string& text) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(std::fopen(path.c_str(), "wb"), &std::fclose);
-  if (!out || std::fwrite(text.data(), 1, text.size(), out.get()) != text.size()) {
-    std::fprintf(stderr, "%s: error: cannot write: %s\n", path.c_str(), std::strerror(errno));
-    return false;
-  }
-  return true;
+// Writes `text` into an opened output; a failed write shows in OutputFile::close().
+void write_text(const OutputFile& out, const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), out.stream());
 }
 
 int run(const RunOptions& options) {
@@ -84,18 +81,38 @@ int run(const RunOptions& options) {
   sim::Options sim_options;
   sim_options.discovery = *discovery;
 
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(nullptr, &std::fclose);
+  // Outputs never replace an input or each other, and each is written whole or not at all.
+  const std::string clash = check_outputs_distinct(
+      {options.scenario, options.calibration_path},
+      {options.trace_path, options.timeline_path, options.replay_schedule_path});
+  if (!clash.empty()) {
+    std::fprintf(stderr, "%s\n", clash.c_str());
+    return kExitBadInput;
+  }
+  std::vector<std::unique_ptr<OutputFile>> outputs;
+  const auto open_output = [&](const std::string& path) -> OutputFile* {
+    if (path.empty()) {
+      return nullptr;
+    }
+    outputs.push_back(std::make_unique<OutputFile>(path));
+    return outputs.back().get();
+  };
+  OutputFile* trace_out = open_output(options.trace_path);
+  OutputFile* timeline_out = open_output(options.timeline_path);
+  OutputFile* schedule_out = open_output(options.replay_schedule_path);
+  for (const auto& out : outputs) {
+    if (!out->error().empty()) {
+      std::fprintf(stderr, "%s: error: cannot write: %s\n", out->path().c_str(),
+                   out->error().c_str());
+      return kExitBadInput;
+    }
+  }
+
   std::unique_ptr<trace::TraceWriter> writer;
   trace::NullSink null_sink;
   trace::EventSink* sink = &null_sink;
-  if (!options.trace_path.empty()) {
-    file.reset(options.trace_path == "-" ? nullptr : std::fopen(options.trace_path.c_str(), "wb"));
-    std::FILE* out = options.trace_path == "-" ? stdout : file.get();
-    if (out == nullptr) {
-      std::fprintf(stderr, "%s: error: cannot write trace: %s\n", options.trace_path.c_str(),
-                   std::strerror(errno));
-      return kExitBadInput;
-    }
+  if (trace_out != nullptr) {
+    std::FILE* out = trace_out->stream();
     trace::TraceHeader header;
     header.scenario = scenario->name;
     header.world_size = scenario->world_size;
@@ -133,18 +150,22 @@ int run(const RunOptions& options) {
 
   const sim::Outcome outcome = sim::simulate(*scenario, sim_options, timeline);
   timeline.finish();
-  if (!options.timeline_path.empty() &&
-      !write_file(options.timeline_path, sim::chrome_trace_json(timeline.recording(), *scenario))) {
-    return kExitBadInput;
+  if (timeline_out != nullptr) {
+    write_text(*timeline_out, sim::chrome_trace_json(timeline.recording(), *scenario));
   }
-  if (!options.replay_schedule_path.empty() &&
-      !write_file(options.replay_schedule_path,
-                  sim::replay_schedule_json(timeline.recording(), timeline.summary(), *scenario,
-                                            *calibration.calibration, drain_marks))) {
-    return kExitBadInput;
+  if (schedule_out != nullptr) {
+    write_text(*schedule_out,
+               sim::replay_schedule_json(timeline.recording(), timeline.summary(), *scenario,
+                                         *calibration.calibration, drain_marks));
   }
-  if (writer && !writer->flush()) {
-    std::fprintf(stderr, "%s: error: writing the trace failed\n", options.trace_path.c_str());
+  if (writer) {
+    writer->flush();  // a failure is seen by finish_outputs, with the other outputs
+  }
+  std::vector<OutputFile*> files;
+  for (const auto& out : outputs) {
+    files.push_back(out.get());
+  }
+  if (!finish_outputs(files)) {
     return kExitBadInput;
   }
   if (options.trace_path != "-") {

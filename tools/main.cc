@@ -8,6 +8,7 @@
 
 #include "model/spellcheck.h"
 #include "tools/commands.h"
+#include "tools/output_file.h"
 
 namespace {
 
@@ -75,7 +76,9 @@ int main(int argc, char** argv) {
     return zfetch::tools::kExitBadInput;  // CLI11's own codes (100+) map to 2
   }
   try {
-    return action ? action() : zfetch::tools::kExitBadInput;
+    const int code = action ? action() : zfetch::tools::kExitBadInput;
+    // A result that could not be printed is not a result: exit 2 rather than report success.
+    return zfetch::tools::finish_stdout() ? code : zfetch::tools::kExitBadInput;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "zfetch: internal error: %s\n", e.what());
     return 3;

@@ -1,0 +1,41 @@
+# Class 2 (unbounded reads): a directory, /dev/zero, a FIFO without a writer and a file over
+# the 64 MiB input limit are errors that say what the path is; none hangs or reads forever.
+include(${CMAKE_CURRENT_LIST_DIR}/expect.cmake)
+set(dir ${WORK}/input_files)
+file(REMOVE_RECURSE ${dir})
+file(MAKE_DIRECTORY ${dir}/a_directory.yaml)
+expect_run(CODE 2 STDERR "a_directory.yaml: error: cannot read file: is a directory"
+           COMMAND ${ZFETCH} validate ${dir}/a_directory.yaml)
+expect_run(CODE 2 STDERR "a_directory.yaml: error: cannot read file: is a directory"
+           COMMAND ${ZFETCH} run ${dir}/a_directory.yaml)
+file(MAKE_DIRECTORY ${dir}/traces.jsonl)
+expect_run(CODE 2 STDERR "traces.jsonl: error: cannot read file: is a directory"
+           COMMAND ${ZFETCH} validate ${dir}/traces.jsonl)
+expect_run(CODE 2 STDERR "/dev/zero: error: cannot read file: is larger than the 64 MiB limit for input files"
+           COMMAND ${ZFETCH} validate /dev/zero)
+# A ds_config that names /dev/zero: located at the deepspeed_config value.
+file(WRITE ${dir}/zero_config.yaml
+     "name: zero-config\ndeepspeed_config: /dev/zero\nmodel: {name: m}\nschedule: [train: 1]\n")
+expect_run(CODE 2 STDERR "zero_config.yaml:2:19: error: cannot read ds_config file '/dev/zero': is larger than the 64 MiB limit"
+           COMMAND ${ZFETCH} validate ${dir}/zero_config.yaml)
+# A calibration that is a directory.
+file(MAKE_DIRECTORY ${dir}/cal.json)
+file(WRITE ${dir}/dir_calibration.yaml
+     "name: dir-calibration\ntiming: {calibration: cal.json}\nmodel: {name: m}\nschedule: [train: 1]\n")
+expect_run(CODE 2 STDERR "cal.json: error: cannot read calibration file: is a directory"
+           COMMAND ${ZFETCH} run ${dir}/dir_calibration.yaml)
+# A FIFO that nobody writes reads as empty instead of blocking.
+find_program(MKFIFO mkfifo)
+if(MKFIFO)
+  execute_process(COMMAND ${MKFIFO} ${dir}/fifo.yaml)
+  expect_run(CODE 2 STDERR "fifo.yaml: error: the scenario file is empty"
+             COMMAND ${ZFETCH} validate ${dir}/fifo.yaml)
+endif()
+# A regular file over the limit (sparse: no disk is used) is refused before it is read.
+file(WRITE ${dir}/huge.yaml "name: huge\n")
+file(SIZE ${dir}/huge.yaml size)
+execute_process(COMMAND truncate -s 65M ${dir}/huge.yaml RESULT_VARIABLE truncated)
+if(truncated EQUAL 0)
+  expect_run(CODE 2 STDERR "huge.yaml: error: cannot read file: is larger than the 64 MiB limit"
+             COMMAND ${ZFETCH} validate ${dir}/huge.yaml)
+endif()
