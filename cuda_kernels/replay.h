@@ -13,10 +13,12 @@ namespace zfetch::gpu {
 /// graphs, each op a dependent round trip from the compute stream), on sizes of its own: this
 /// is the calibration `zfetch-gpu bench --replay-world W` writes, measured apart from any schedule.
 struct ReplayCosts {
-  std::vector<double> gather_bytes;  ///< W * shard bytes of each timed bucket (what the timeline
-                                     ///< costs), 4 bf16 params each, 4 KiB to 1 GiB in x2 steps
-  std::vector<double> gather_ns;     ///< per dependent round trip compute -> gather -> compute
-  double gather_alpha_ns = 0;        ///< line fit of the points (reported beside the curve)
+  /// W * shard bytes of each timed bucket (what the timeline costs): 4 bf16 params of a multiple
+  /// of 8 * W elements, 4 KiB to 1 GiB in x2 steps, round trips cycling over enough buckets of
+  /// a size to hold 4x L2 (a replay's gathers find their buffers cold).
+  std::vector<double> gather_bytes;
+  std::vector<double> gather_ns;  ///< per dependent round trip compute -> gather -> compute
+  double gather_alpha_ns = 0;     ///< line fit of the points (reported beside the curve)
   double gather_bw_gbps = 0;
   std::vector<double> h2d_bytes;  ///< dependent pinned copies compute -> h2d -> compute
   std::vector<double> h2d_ns;

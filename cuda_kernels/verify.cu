@@ -273,6 +273,9 @@ void verify_kernel_worker(const VerifyConfig& config, int device, std::uint32_t 
         dst.push_back(out.get() + o);
       }
     }
+    // The table first: its upload synchronizes `stream`, which would close the race's window.
+    const FusedGather gather(layout, src, dst, stream, b.chunk_bytes, variant_of(config),
+                             config.planted);
     // Outputs poisoned, then (the planted race: only on `stream`, behind a 2 ms delay that the
     // gather on `racing` does not wait for) the inputs uploaded.
     if (config.per_allocation) {
@@ -302,8 +305,6 @@ void verify_kernel_worker(const VerifyConfig& config, int device, std::uint32_t 
       ZFETCH_CUDA_CHECK(
           cudaMemcpyAsync(in.get(), host_in.get(), pl.in_bytes, cudaMemcpyHostToDevice, stream));
     }
-    const FusedGather gather(layout, src, dst, stream, b.chunk_bytes, variant_of(config),
-                             config.planted);
     if (race) {
       ZFETCH_CUDA_CHECK(cudaStreamWaitEvent(racing, poisoned, 0));
       gather.launch(racing);

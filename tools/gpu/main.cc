@@ -251,7 +251,8 @@ int run_bench_replay(const BenchOptions& o) {
   j["notes"] =
       "allgather: the fused gather kernel over world_size simulated ranks' shards on one GPU (a "
       "persistent grid of half the GPU, as the replay runs it), each a dependent round trip "
-      "compute -> comm -> compute in a CUDA graph, buckets of 4 bf16 params; bytes = W * shard "
+      "compute -> comm -> compute in a CUDA graph, buckets of 4 bf16 params (sizes a multiple of "
+      "8 * W elements) cycled over 4x L2; bytes = W * shard "
       "bytes (what the timeline costs); interpolate: the simulator costs a gather by these points. "
       "reduce_scatter: not replayed (0). h2d: dependent pinned copies (compute -> h2d -> compute) "
       "of 4 KiB to 64 MiB, alpha + bytes / bandwidth.";

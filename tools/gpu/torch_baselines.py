@@ -161,7 +161,8 @@ def main():
     small = deepspeed_style(small_params_numels(), 1, 0, torch.bfloat16)
     large = large_copies(bench_bucket_sizes(64 << 20, 1 << 30), torch.bfloat16)
     dist.destroy_process_group()
-    os.unlink(init)
+    if os.path.exists(init):  # the file store may have removed it already
+        os.unlink(init)
     print(f"# PyTorch {torch.__version__}, {torch.cuda.get_device_name(0)}; medians of 20 (us)")
     print(f"TORCH small path=cat+all_gather_into_tensor+copy_per_param "
           f"us={small['cat_allgather_copies_us']:.2f} params={small['params']} "
