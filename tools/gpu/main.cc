@@ -338,7 +338,7 @@ int run_bench_cmd(const BenchOptions& o) {
       "bytes: allgather = gathered output (W*rank input), reduce_scatter = input, gather_kernel ="
       " real param bytes reassembled from {} simulated ranks' shards on one GPU; medians of {} "
       "samples after warm-up, buffers rotated over 4x L2. busbw = algbw*(W-1)/W "
-      "(nccl-tests doc/PERFORMANCE.md); with W=1 it is 0 and algbw_GBps/alpha_algbw_ns carry the "
+      "(nccl-tests doc/PERFORMANCE.md); with W=1 it is 0 and algbw_GBps/alpha_algbw_ns hold the "
       "fit.",
       r.sim_world, o.config.samples);
   if (!o.out.empty() && !write_json(o.out, j)) {
