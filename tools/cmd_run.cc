@@ -18,6 +18,8 @@
 #include "tools/outcome_report.h"
 #include "tools/output_file.h"
 #include "tools/scenario_input.h"
+#include "tools/summary_text.h"
+#include "tools/terminal_colour.h"
 #include "trace/writer.h"
 
 namespace zfetch::tools {
@@ -33,6 +35,7 @@ struct RunOptions {
   std::string expect_order_path;
   bool json = false;
   bool per_module = false;
+  bool all_modules = false;
 };
 
 // Checks every event against an order file on its way to the next sink.
@@ -176,11 +179,13 @@ int run(const RunOptions& options) {
           nlohmann::ordered_json::parse(sim::format_summary_json(timeline.summary(), *scenario));
       std::puts(j.dump(2).c_str());
     } else {
-      std::fputs(outcome_text(*scenario, *discovery, outcome).c_str(), stdout);
+      const bool colour = colour_wanted(stdout);
+      std::fputs(outcome_text(*scenario, *discovery, outcome, colour).c_str(), stdout);
       std::printf("\nsimulated time (calibration: %s)\n", calibration.calibration->machine.c_str());
-      std::fputs(
-          sim::format_summary_text(timeline.summary(), *scenario, options.per_module).c_str(),
-          stdout);
+      SummaryTextOptions text_options;
+      text_options.per_module = options.per_module;
+      text_options.module_rows = options.all_modules ? 0 : text_options.module_rows;
+      std::fputs(summary_text(timeline.summary(), *scenario, text_options).c_str(), stdout);
     }
   }
   if (order_sink) {
@@ -213,7 +218,9 @@ void setup_run(CLI::App& sub, std::function<int()>& action) {
   sub.add_option("--expect-order", options->expect_order_path,
                  "check the simulated events against an order file (docs/diff.md); exit 1 when a "
                  "directive fails");
-  sub.add_flag("--per-module", options->per_module, "add per-module totals to the summary");
+  sub.add_flag("--per-module", options->per_module,
+               "add the 20 modules with the most exposed communication to the summary");
+  sub.add_flag("--all", options->all_modules, "with --per-module: every module, not the top 20");
   sub.add_flag("--json", options->json, "print the outcome as one JSON object");
   sub.callback([&action, options] { action = [options] { return run(*options); }; });
 }

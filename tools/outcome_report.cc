@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "tools/human_units.h"
+#include "tools/terminal_colour.h"
 #include "trace/names.h"
 
 namespace zfetch::tools {
@@ -36,25 +38,28 @@ std::string outcome_summary(const model::Scenario& scenario, const sim::Outcome&
 }
 
 std::string outcome_text(const model::Scenario& scenario, sim::Discovery discovery,
-                         const sim::Outcome& outcome) {
+                         const sim::Outcome& outcome, bool colour) {
   std::string out = fmt::format("scenario: {} ({})\n", scenario.name, scenario.path);
   out += fmt::format("discovery: {}\n", format_as(discovery));
-  out += fmt::format("outcome: {}\n", outcome_summary(scenario, outcome));
+  const std::string summary = outcome_summary(scenario, outcome);
+  out += fmt::format("outcome: {}\n",
+                     paint(summary, outcome.failure ? Colour::Failure : Colour::Pass, colour));
   out += fmt::format(
-      "ran: {} optimizer steps, {} passes, {} fetches, {} gathers ({} bytes), {} "
+      "ran: {} optimizer steps, {} passes, {} fetches, {} gathers ({}), {} "
       "events\n",
       outcome.stats.optimizer_steps, outcome.stats.passes, outcome.stats.fetches,
-      outcome.stats.gathers, outcome.stats.gathered_bytes, outcome.stats.events);
+      outcome.stats.gathers, human_bytes(outcome.stats.gathered_bytes), outcome.stats.events);
   for (const std::string& warning : outcome.warnings) {
-    out += fmt::format("warning: {}\n", warning);
+    out += fmt::format("{} {}\n", paint("warning:", Colour::Warning, colour), warning);
   }
   if (outcome.failure) {
     // A bare `assert` raises an AssertionError whose message is empty (the JSON keeps it so).
     const std::string& message = outcome.failure->message;
-    out += fmt::format("\nDeepSpeed raises:\n{}\n",
+    out += fmt::format("\n{}\n{}\n", paint("DeepSpeed raises:", Colour::Failure, colour),
                        message.empty() ? "(an exception with an empty message)" : message);
     if (!outcome.failure->explanation.empty()) {
-      out += fmt::format("\nwhy:\n{}", outcome.failure->explanation);
+      out += fmt::format("\n{}\n{}", paint("why:", Colour::Heading, colour),
+                         outcome.failure->explanation);
       if (out.back() != '\n') {
         out += '\n';
       }

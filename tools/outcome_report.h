@@ -9,9 +9,10 @@
 
 namespace zfetch::tools {
 
-/// The text `zfetch run` prints: outcome line, DeepSpeed's message, the explanation.
+/// The text `zfetch run` prints: outcome line, DeepSpeed's message, the explanation; the
+/// outcome and headings in colour when `colour` (a terminal).
 std::string outcome_text(const model::Scenario& scenario, sim::Discovery discovery,
-                         const sim::Outcome& outcome);
+                         const sim::Outcome& outcome, bool colour);
 
 /// The same as one JSON object (`zfetch run --json`).
 nlohmann::ordered_json outcome_json(const model::Scenario& scenario, sim::Discovery discovery,

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 
 #include "model/leaves.h"
 #include "model/partition.h"
@@ -66,6 +67,17 @@ struct Timeline::RankState {
 
   std::vector<uint32_t> waited_slices;  ///< gathers waited on since the last Compute (record)
   std::vector<ModuleSummary> modules;
+  std::vector<int64_t> prefetch_pending;  ///< per param: prefetched bytes not yet waited on
+
+  // The open landmark spans (record only): a span closes when an event of its kind with
+  // another key arrives, or at finish().
+  struct Span {
+    bool open = false;
+    std::array<int32_t, 3> key{};
+    Landmark mark;
+  };
+  std::array<Span, 3> spans;  ///< micro-step, pass, phase
+  int32_t passes = 0;         ///< PassStart events seen
 };
 
 Timeline::Timeline(const model::Scenario& scenario, const CostModel& cost, trace::EventSink& next,
@@ -127,6 +139,7 @@ Timeline::RankState& Timeline::rank_state(int32_t rank) {
     }
     if (options_.per_module) {
       rs->modules.assign(scenario_.modules.size(), ModuleSummary{});
+      rs->prefetch_pending.assign(params, 0);
     }
     ranks_[r] = std::move(rs);
   }
@@ -202,6 +215,15 @@ void Timeline::end_step(RankState& rs) {
   }
   rs.step.step_ns = rs.free[index_of(Stream::Compute)] - rs.step.start_ns;
   summary_.steps.push_back(rs.step);
+  if (options_.record) {
+    Landmark step;
+    step.kind = Landmark::Kind::Step;
+    step.rank = rs.rank;
+    step.step = rs.step.step;
+    step.start_ns = rs.step.start_ns;
+    step.end_ns = rs.step.start_ns + rs.step.step_ns;
+    recording_.landmarks.push_back(step);
+  }
   rs.in_step = false;
 }
 
@@ -245,8 +267,9 @@ void Timeline::flush_group(RankState& rs) {
     h2d = start + dur;
     ready = h2d;
     if (options_.record && dur > 0) {
-      slice_index = record_slice({Slice::Kind::H2d, Stream::H2d, g.phase, rs.rank, rs.step.step,
-                                  start, dur, g.module, params_begin, params_count, g.shard_bytes});
+      slice_index =
+          record_slice({Slice::Kind::H2d, Stream::H2d, g.phase, rs.rank, rs.step.step, start, dur,
+                        g.module, params_begin, params_count, g.shard_bytes, g.issue});
     }
   }
   const Tick comm_dur = cost_.all_gather(g.shard_bytes * world_size_, world_size_);
@@ -256,8 +279,9 @@ void Timeline::flush_group(RankState& rs) {
     comm = start + comm_dur;
     ready = comm;
     if (options_.record) {
-      slice_index = record_slice({g.slice_kind, Stream::Comm, g.phase, rs.rank, rs.step.step, start,
-                                  comm_dur, g.module, params_begin, params_count, g.full_bytes});
+      slice_index =
+          record_slice({g.slice_kind, Stream::Comm, g.phase, rs.rank, rs.step.step, start, comm_dur,
+                        g.module, params_begin, params_count, g.full_bytes, g.issue});
     }
   }
   for (model::ParamIndex p : g.params) {
@@ -329,8 +353,13 @@ void Timeline::on_event(const trace::Event& event) {
     t = g.issue;
     ++rs.step.gathered_params;
     rs.step.gathered_bytes += full;
-    if (options_.per_module && g.module < rs.modules.size() && !g.sync) {
-      rs.modules[g.module].gathered_bytes += full;
+    if (options_.per_module && !g.sync) {
+      if (g.slice_kind == Slice::Kind::Prefetch && known_param) {
+        // Charged when the module it was prefetched for waits on it.
+        rs.prefetch_pending[p] += full;
+      } else if (g.module < rs.modules.size()) {
+        rs.modules[g.module].gathered_bytes += full;
+      }
     }
     add_live(rs, known_param ? p : model::kNone, full, t);
     break;
@@ -340,6 +369,10 @@ void Timeline::on_event(const trace::Event& event) {
       const model::ModuleIndex m =
           event.module_index != trace::Event::kNoIndex ? event.module_index : rs.current_module;
       stall_until(rs, rs.ready[p], m);
+      if (options_.per_module && rs.prefetch_pending[p] > 0 && m < rs.modules.size()) {
+        rs.modules[m].prefetched_bytes += rs.prefetch_pending[p];
+        rs.prefetch_pending[p] = 0;
+      }
       if (options_.record && rs.gather_slice[p] != UINT32_MAX &&
           std::find(rs.waited_slices.begin(), rs.waited_slices.end(), rs.gather_slice[p]) ==
               rs.waited_slices.end()) {
@@ -385,6 +418,9 @@ void Timeline::on_event(const trace::Event& event) {
   }
   case EventKind::Release:
   case EventKind::PartitionAll:
+    if (options_.per_module && known_param) {
+      charge_unused_prefetch(rs, p);
+    }
     remove_live(rs, known_param ? p : model::kNone,
                 known_param ? full_bytes_[p] : std::max<int64_t>(0, event.bytes), now);
     break;
@@ -405,9 +441,105 @@ void Timeline::on_event(const trace::Event& event) {
   default:
     break;
   }
+  if (options_.record) {
+    record_landmarks(rs, event, t);
+  }
   trace::Event stamped = event;
   stamped.t_ns = t;
   next_.on_event(stamped);
+}
+
+void Timeline::charge_unused_prefetch(RankState& rs, model::ParamIndex p) {
+  const model::ModuleIndex owner = scenario_.params[p].owner;
+  if (rs.prefetch_pending[p] > 0 && owner < rs.modules.size()) {
+    rs.modules[owner].prefetched_bytes += rs.prefetch_pending[p];
+  }
+  rs.prefetch_pending[p] = 0;
+}
+
+void Timeline::record_landmarks(RankState& rs, const trace::Event& event, Tick t) {
+  using trace::EventKind;
+  using trace::Phase;
+  if (event.kind == EventKind::PassStart) {
+    ++rs.passes;
+  }
+  const Tick now = rs.free[index_of(Stream::Compute)];
+  Landmark mark;
+  mark.phase = event.phase;
+  mark.rank = rs.rank;
+  mark.engine = event.engine;
+  mark.step = event.step;
+  mark.micro_step = event.micro_step;
+  mark.pass = rs.passes - 1;
+  mark.trace_step = event.trace_step;
+  mark.module = event.module_index;
+  mark.start_ns = t;
+  mark.end_ns = t;
+
+  const bool training =
+      event.phase == Phase::Fwd || event.phase == Phase::Bwd || event.phase == Phase::Recompute;
+  const bool in_pass = rs.passes > 0 && (training || event.phase == Phase::Eval);
+  const auto extend = [&](RankState::Span& span, bool belongs, std::array<int32_t, 3> key,
+                          Landmark::Kind kind) {
+    if (!belongs) {
+      return;
+    }
+    if (span.open && span.key != key) {
+      recording_.landmarks.push_back(span.mark);
+      span.open = false;
+    }
+    if (!span.open) {
+      span.open = true;
+      span.key = key;
+      span.mark = mark;
+      span.mark.kind = kind;
+    }
+    span.mark.end_ns = std::max(span.mark.end_ns, now);
+  };
+  extend(rs.spans[0], training, {event.engine, event.step, event.micro_step},
+         Landmark::Kind::MicroStep);
+  extend(rs.spans[1], in_pass, {rs.passes, 0, 0}, Landmark::Kind::Pass);
+  extend(rs.spans[2], event.phase != Phase::None, {static_cast<int32_t>(event.phase), rs.passes, 0},
+         Landmark::Kind::Phase);
+
+  std::optional<Landmark::Kind> point;
+  switch (event.kind) {
+  case EventKind::OptimizerStep:
+    point = Landmark::Kind::OptimizerStep;
+    mark.start_ns = mark.end_ns = now;  // after the drain: when engine.step() runs
+    break;
+  case EventKind::TraceInvalidate:
+    point = Landmark::Kind::TraceInvalidation;
+    break;
+  case EventKind::Mismatch:
+  case EventKind::Error:
+    point = Landmark::Kind::Failure;
+    break;
+  case EventKind::Restart:
+    point = Landmark::Kind::Restart;
+    break;
+  case EventKind::CheckpointSave:
+    point = Landmark::Kind::CheckpointSave;
+    break;
+  case EventKind::CheckpointLoad:
+    point = Landmark::Kind::CheckpointLoad;
+    break;
+  default:
+    break;
+  }
+  if (point) {
+    mark.kind = *point;
+    recording_.landmarks.push_back(mark);
+  }
+}
+
+void Timeline::close_spans(RankState& rs) {
+  for (RankState::Span& span : rs.spans) {
+    if (span.open) {
+      recording_.landmarks.push_back(span.mark);
+      span.open = false;
+    }
+  }
 }
 
 void Timeline::finish() {
@@ -424,6 +556,14 @@ void Timeline::finish() {
       drain(*rs, model::kNone);
     }
     end_step(*rs);
+    if (options_.record) {
+      close_spans(*rs);
+    }
+    if (options_.per_module) {
+      for (model::ParamIndex p = 0; p < rs->prefetch_pending.size(); ++p) {
+        charge_unused_prefetch(*rs, p);
+      }
+    }
     summary_.end_ns = std::max(summary_.end_ns, rs->free[index_of(Stream::Compute)]);
     summary_.exposed_comm_ns = std::max(summary_.exposed_comm_ns, rs->run_exposed);
     if (options_.per_module) {
@@ -439,51 +579,6 @@ void Timeline::finish() {
   for (const StepSummary& s : summary_.steps) {
     summary_.peak_live_bytes = std::max(summary_.peak_live_bytes, s.peak_live_bytes);
   }
-}
-
-namespace {
-
-std::string us(Tick ns) {
-  fmt::memory_buffer out;
-  detail::append_us(out, ns);
-  return fmt::to_string(out);
-}
-
-}  // namespace
-
-std::string format_summary_text(const TimelineSummary& summary, const model::Scenario& scenario,
-                                bool per_module) {
-  fmt::memory_buffer out;
-  auto it = std::back_inserter(out);
-  fmt::format_to(it, "# {:>4} {:>5} {:>14} {:>14} {:>14} {:>7} {:>14} {:>14}\n", "step", "rank",
-                 "step_time", "compute", "exposed_comm", "gathers", "gathered", "peak_live");
-  fmt::format_to(it, "# {:>4} {:>5} {:>14} {:>14} {:>14} {:>7} {:>14} {:>14}\n", "", "", "(us)",
-                 "(us)", "(us)", "", "(B)", "(B)");
-  for (const StepSummary& s : summary.steps) {
-    fmt::format_to(it, "  {:>4} {:>5} {:>14} {:>14} {:>14} {:>7} {:>14} {:>14}\n", s.step, s.rank,
-                   us(s.step_ns), us(s.compute_ns), us(s.exposed_comm_ns), s.gathers,
-                   s.gathered_bytes, s.peak_live_bytes);
-  }
-  fmt::format_to(it, "# end {} us, exposed communication {} us, peak live parameters {} B\n",
-                 us(summary.end_ns), us(summary.exposed_comm_ns), summary.peak_live_bytes);
-  if (per_module) {
-    for (size_t r = 0; r < summary.modules.size(); ++r) {
-      fmt::format_to(it, "# rank {} modules\n", summary.ranks[r]);
-      fmt::format_to(it, "# {:>7} {:>14} {:>14} {:>14}  {}\n", "fetches", "compute", "exposed_comm",
-                     "gathered", "module");
-      fmt::format_to(it, "# {:>7} {:>14} {:>14} {:>14}\n", "", "(us)", "(us)", "(B)");
-      for (size_t m = 0; m < summary.modules[r].size(); ++m) {
-        const ModuleSummary& s = summary.modules[r][m];
-        if (s.fetches == 0 && s.compute_ns == 0) {
-          continue;
-        }
-        const std::string& name = scenario.modules[m].qualified_name;
-        fmt::format_to(it, "  {:>7} {:>14} {:>14} {:>14}  {}\n", s.fetches, us(s.compute_ns),
-                       us(s.exposed_comm_ns), s.gathered_bytes, name.empty() ? "(root)" : name);
-      }
-    }
-  }
-  return fmt::to_string(out);
 }
 
 std::string format_summary_json(const TimelineSummary& summary, const model::Scenario& scenario) {
@@ -514,8 +609,9 @@ std::string format_summary_json(const TimelineSummary& summary, const model::Sce
       detail::append_json_string(out, scenario.modules[m].qualified_name);
       fmt::format_to(it,
                      ",\"fetches\":{},\"compute_ns\":{},\"exposed_comm_ns\":{},"
-                     "\"gathered_bytes\":{}}}",
-                     s.fetches, s.compute_ns, s.exposed_comm_ns, s.gathered_bytes);
+                     "\"gathered_bytes\":{},\"prefetched_bytes\":{}}}",
+                     s.fetches, s.compute_ns, s.exposed_comm_ns, s.gathered_bytes,
+                     s.prefetched_bytes);
       first = false;
     }
   }

@@ -47,7 +47,11 @@ struct ModuleSummary {
   int64_t fetches = 0;
   Tick compute_ns = 0;
   Tick exposed_comm_ns = 0;    ///< stalls at this module's waits and getter gathers
-  int64_t gathered_bytes = 0;  ///< fetch and prefetch gathers issued by this module's fetches
+  int64_t gathered_bytes = 0;  ///< demand gathers issued by this module's fetches
+  /// Prefetches made for this module: charged to the module whose fetch waits on the
+  /// prefetched parameter (not to the module whose fetch issued the prefetch); a prefetch
+  /// released before any wait is charged to the parameter's owner.
+  int64_t prefetched_bytes = 0;
 };
 
 struct TimelineSummary {
@@ -83,6 +87,7 @@ struct Slice {
   uint32_t params_begin = 0;  ///< range of Recording::slice_params
   uint32_t params_count = 0;
   int64_t bytes = 0;
+  Tick issue_ns = 0;  ///< gathers and h2d copies: when the collective was issued (<= start_ns)
 };
 struct Flow {
   uint32_t from_slice = 0;  ///< a gather
@@ -93,11 +98,39 @@ struct CounterSample {
   Tick t_ns = 0;
   int64_t live_bytes = 0;
 };
+/// A point or a span of the training loop on one rank, for people to find their way in the
+/// timeline. Spans end at the compute-stream time after their last event.
+struct Landmark {
+  enum class Kind : uint8_t {
+    Step,               ///< span: one optimizer step (the `step` field)
+    MicroStep,          ///< span: one micro-step's training events (fwd, bwd, recompute)
+    Pass,               ///< span: from a PassStart to the pass's last event
+    Phase,              ///< span: consecutive events of one phase within one pass
+    OptimizerStep,      ///< point: engine.step() (after its stream drain)
+    TraceInvalidation,  ///< point: the coordinator invalidated its trace
+    Failure,            ///< point: the fetch-queue mismatch or error that ends the run
+    Restart,            ///< point: the engine was destroyed
+    CheckpointSave,     ///< point
+    CheckpointLoad,     ///< point
+  };
+  Kind kind = Kind::Step;
+  trace::Phase phase = trace::Phase::None;  ///< Phase; Pass: fwd or eval
+  int32_t rank = 0;
+  int32_t engine = 0;
+  int32_t step = 0;
+  int32_t micro_step = 0;
+  int32_t pass = 0;  ///< passes counted from 0 on the rank
+  int32_t trace_step = -1;
+  model::ModuleIndex module = model::kNone;  ///< TraceInvalidation, Failure
+  Tick start_ns = 0;
+  Tick end_ns = 0;  ///< == start_ns for points
+};
 struct Recording {
   std::vector<Slice> slices;  ///< in issue order
   std::vector<model::ParamIndex> slice_params;
   std::vector<Flow> flows;
   std::vector<CounterSample> live_bytes;  ///< one sample per change
+  std::vector<Landmark> landmarks;        ///< points in event order, spans as they close
 };
 
 struct TimelineOptions {
@@ -148,6 +181,9 @@ class Timeline final : public trace::EventSink {
   void begin_step(RankState& rs, int32_t step);
   void end_step(RankState& rs);
   void drain(RankState& rs, model::ModuleIndex module);
+  void record_landmarks(RankState& rs, const trace::Event& event, Tick t);
+  void close_spans(RankState& rs);
+  void charge_unused_prefetch(RankState& rs, model::ParamIndex p);
   uint32_t record_slice(const Slice& slice);
 
   const model::Scenario& scenario_;
@@ -165,14 +201,8 @@ class Timeline final : public trace::EventSink {
   bool finished_ = false;
 };
 
-/// A plain-text table of the per-step summary, one row per (step, rank), nccl-tests style:
-/// `#` header lines with column names and units, times in us with 3 decimals (exact: printed
-/// from integer ns). With `per_module`, a second table lists every module with a fetch.
-std::string format_summary_text(const TimelineSummary& summary, const model::Scenario& scenario,
-                                bool per_module);
-
-/// The same as one JSON object: {"steps":[...], "modules":[...], "end_ns":..., ...}; integers
-/// only (ns and bytes), keys in a fixed order.
+/// The summary as one JSON object: {"steps":[...], "modules":[...], "end_ns":..., ...}; integers
+/// only (ns and bytes), keys in a fixed order. (The text table is the CLI's: tools/summary_text.h.)
 std::string format_summary_json(const TimelineSummary& summary, const model::Scenario& scenario);
 
 }  // namespace zfetch::sim

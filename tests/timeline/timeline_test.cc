@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <initializer_list>
+#include <map>
 
 #include "sim/timeline/cost_model.h"
 #include "tests/timeline/timeline_test_util.h"
@@ -356,7 +357,79 @@ TEST_SUITE("timeline") {
     CHECK(tl.summary().modules[1][m].compute_ns == 10'000);
   }
 
-  TEST_CASE("timeline: summary text and JSON are fixed-format") {
+  TEST_CASE("timeline: prefetched bytes are charged to the module that waits on them") {
+    ScenarioBuilder b(4);
+    const auto ma = b.module("a", 10);
+    const auto mb = b.module("b", 10);
+    const auto mc = b.module("c", 10);
+    const auto pa = b.param(ma, "w", 1'024);
+    const auto pb = b.param(mb, "w", 1'024);
+    const auto pc = b.param(mc, "w", 256);
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    VectorSink out;
+    Timeline tl(b.s, cost, out, {.per_module = true, .record = false});
+    // a's fetch gathers its own weight and prefetches b's and c's; b waits on its own; c's is
+    // released before anyone waits on it (charged to its owner, c).
+    feed(tl,
+         {Ev(EventKind::Fetch).module(ma), Ev(EventKind::Gather).module(ma).param(pa).group(1),
+          Ev(EventKind::Wait).module(ma).param(pa).group(1),
+          Ev(EventKind::Prefetch).module(ma).param(pb).group(2),
+          Ev(EventKind::Prefetch).module(ma).param(pc).group(2), Ev(EventKind::Compute).module(ma),
+          Ev(EventKind::Fetch).module(mb), Ev(EventKind::Wait).module(mb).param(pb).group(2),
+          Ev(EventKind::Compute).module(mb), Ev(EventKind::Release).module(mc).param(pc)});
+    tl.finish();
+    const std::vector<ModuleSummary>& modules = tl.summary().modules.at(0);
+    CHECK(modules[ma].gathered_bytes == 4'096);
+    CHECK(modules[ma].prefetched_bytes == 0);
+    CHECK(modules[mb].gathered_bytes == 0);
+    CHECK(modules[mb].prefetched_bytes == 4'096);
+    CHECK(modules[mc].prefetched_bytes == 1'024);
+  }
+
+  TEST_CASE("timeline: landmarks mark steps, micro-steps, passes, phases and points") {
+    ScenarioBuilder b(1);
+    const auto m = b.module("a", 10);
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    VectorSink out;
+    Timeline tl(b.s, cost, out, {.per_module = false, .record = true});
+    const auto at = [](EventKind kind, trace::Phase phase, int32_t micro_step) {
+      Ev e(kind, phase);
+      e.e.micro_step = micro_step;
+      return e;
+    };
+    // Two micro-steps of one optimizer step, each a pass with fwd then bwd compute, then the
+    // optimizer step; an invalidation in the second pass.
+    feed(tl, {at(EventKind::PassStart, trace::Phase::Fwd, 0),
+              at(EventKind::Compute, trace::Phase::Fwd, 0).module(m),
+              at(EventKind::Compute, trace::Phase::Bwd, 0).module(m),
+              at(EventKind::PassStart, trace::Phase::Fwd, 1),
+              at(EventKind::TraceInvalidate, trace::Phase::Fwd, 1).module(m),
+              at(EventKind::Compute, trace::Phase::Fwd, 1).module(m),
+              at(EventKind::Compute, trace::Phase::Bwd, 1).module(m),
+              at(EventKind::OptimizerStep, trace::Phase::Optimizer, 1)});
+    tl.finish();
+    std::map<Landmark::Kind, int> count;
+    for (const Landmark& l : tl.recording().landmarks) {
+      ++count[l.kind];
+      CHECK(l.start_ns <= l.end_ns);
+    }
+    CHECK(count[Landmark::Kind::Step] == 1);
+    CHECK(count[Landmark::Kind::MicroStep] == 2);
+    CHECK(count[Landmark::Kind::Pass] == 2);
+    CHECK(count[Landmark::Kind::Phase] == 5);  // fwd, bwd, fwd, bwd, optimizer
+    CHECK(count[Landmark::Kind::OptimizerStep] == 1);
+    CHECK(count[Landmark::Kind::TraceInvalidation] == 1);
+    // Each pass spans its fwd (10 us) and bwd (2 x fwd) computes: [0, 30) and [30, 60) us.
+    std::vector<std::pair<Tick, Tick>> passes;
+    for (const Landmark& l : tl.recording().landmarks) {
+      if (l.kind == Landmark::Kind::Pass) {
+        passes.emplace_back(l.start_ns, l.end_ns);
+      }
+    }
+    CHECK(passes == std::vector<std::pair<Tick, Tick>>{{0, 30'000}, {30'000, 60'000}});
+  }
+
+  TEST_CASE("timeline: summary JSON is fixed-format") {
     ScenarioBuilder b(4);
     const auto m = b.module("a", 10);
     const auto p = b.param(m, "w", 1'024);
@@ -366,25 +439,13 @@ TEST_SUITE("timeline") {
     feed(tl, {Ev(EventKind::Fetch).module(m), Ev(EventKind::Gather).module(m).param(p).group(1),
               Ev(EventKind::Wait).module(m).param(p).group(1), Ev(EventKind::Compute).module(m)});
     tl.finish();
-    CHECK(format_summary_text(tl.summary(), b.s, true) ==
-          "# step  rank      step_time        compute   exposed_comm gathers       gathered"
-          "      peak_live\n"
-          "#                      (us)           (us)           (us)                    (B)"
-          "            (B)\n"
-          "     0     0         14.072         10.000          4.072       1           4096"
-          "           4096\n"
-          "# end 14.072 us, exposed communication 4.072 us, peak live parameters 4096 B\n"
-          "# rank 0 modules\n"
-          "# fetches        compute   exposed_comm       gathered  module\n"
-          "#                   (us)           (us)            (B)\n"
-          "        1         10.000          4.072           4096  a\n");
     CHECK(format_summary_json(tl.summary(), b.s) ==
           "{\"end_ns\":14072,\"exposed_comm_ns\":4072,\"peak_live_bytes\":4096,\"steps\":["
           "{\"step\":0,\"rank\":0,\"start_ns\":0,\"step_ns\":14072,\"compute_ns\":10000,"
           "\"exposed_comm_ns\":4072,\"gathers\":1,\"gathered_params\":1,\"gathered_bytes\":4096,"
           "\"reduce_scattered_bytes\":0,\"peak_live_bytes\":4096,\"optimizer_step\":false}],"
           "\"modules\":[{\"rank\":0,\"module\":\"a\",\"fetches\":1,\"compute_ns\":10000,"
-          "\"exposed_comm_ns\":4072,\"gathered_bytes\":4096}]}");
+          "\"exposed_comm_ns\":4072,\"gathered_bytes\":4096,\"prefetched_bytes\":0}]}");
   }
 }
 

@@ -1,0 +1,64 @@
+// Text tables of a timeline summary (see summary_text.h).
+#include "tools/summary_text.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iterator>
+#include <vector>
+
+#include "tools/human_units.h"
+
+namespace zfetch::tools {
+
+std::string summary_text(const sim::TimelineSummary& summary, const model::Scenario& scenario,
+                         const SummaryTextOptions& options) {
+  fmt::memory_buffer out;
+  auto it = std::back_inserter(out);
+  fmt::format_to(it, "# {:>4} {:>5} {:>11} {:>11} {:>12} {:>7} {:>10} {:>10}\n", "step", "rank",
+                 "step_time", "compute", "exposed_comm", "gathers", "gathered", "peak_live");
+  for (const sim::StepSummary& s : summary.steps) {
+    fmt::format_to(it, "  {:>4} {:>5} {:>11} {:>11} {:>12} {:>7} {:>10} {:>10}\n", s.step, s.rank,
+                   human_duration(s.step_ns), human_duration(s.compute_ns),
+                   human_duration(s.exposed_comm_ns), s.gathers, human_bytes(s.gathered_bytes),
+                   human_bytes(s.peak_live_bytes));
+  }
+  fmt::format_to(it, "# end {}, exposed communication {}, peak live parameters {}\n",
+                 human_duration(summary.end_ns), human_duration(summary.exposed_comm_ns),
+                 human_bytes(summary.peak_live_bytes));
+  if (!options.per_module) {
+    return fmt::to_string(out);
+  }
+  for (size_t r = 0; r < summary.modules.size(); ++r) {
+    const std::vector<sim::ModuleSummary>& modules = summary.modules[r];
+    std::vector<model::ModuleIndex> rows;
+    for (model::ModuleIndex m = 0; m < modules.size(); ++m) {
+      if (modules[m].fetches != 0 || modules[m].compute_ns != 0) {
+        rows.push_back(m);
+      }
+    }
+    // Most exposed first; equal ones in module (file) order, so the table is deterministic.
+    std::stable_sort(rows.begin(), rows.end(), [&](model::ModuleIndex a, model::ModuleIndex b) {
+      return modules[a].exposed_comm_ns > modules[b].exposed_comm_ns;
+    });
+    const size_t shown =
+        options.module_rows == 0 ? rows.size() : std::min(rows.size(), options.module_rows);
+    fmt::format_to(it, "# rank {} modules by exposed communication\n", summary.ranks[r]);
+    fmt::format_to(it, "# {:>12} {:>11} {:>7} {:>10} {:>10}  {}\n", "exposed_comm", "compute",
+                   "fetches", "gathered", "prefetched", "module");
+    for (size_t i = 0; i < shown; ++i) {
+      const sim::ModuleSummary& s = modules[rows[i]];
+      const std::string& name = scenario.modules[rows[i]].qualified_name;
+      fmt::format_to(it, "  {:>12} {:>11} {:>7} {:>10} {:>10}  {}\n",
+                     human_duration(s.exposed_comm_ns), human_duration(s.compute_ns), s.fetches,
+                     human_bytes(s.gathered_bytes), human_bytes(s.prefetched_bytes),
+                     name.empty() ? "(root)" : name);
+    }
+    if (shown < rows.size()) {
+      fmt::format_to(it, "# {} more modules (--all lists them)\n", rows.size() - shown);
+    }
+  }
+  return fmt::to_string(out);
+}
+
+}  // namespace zfetch::tools

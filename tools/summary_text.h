@@ -1,0 +1,26 @@
+// The per-step and per-module timeline tables that `zfetch run` prints, in human units.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "model/scenario.h"
+#include "sim/timeline/timeline.h"
+
+namespace zfetch::tools {
+
+struct SummaryTextOptions {
+  bool per_module = false;  ///< add the per-module table of each rank
+  /// Rows of the per-module table (the modules with the most exposed communication); 0: all.
+  size_t module_rows = 20;
+};
+
+/// One row per (step, rank): step time, compute, exposed communication, gathers, gathered
+/// bytes, peak live parameters, then one line of run totals. The per-module table is sorted
+/// by exposed communication (most first; ties in module order) and says how many rows it
+/// left out. Times and sizes in human units (tools/human_units.h); `--json` has the exact
+/// integers.
+std::string summary_text(const sim::TimelineSummary& summary, const model::Scenario& scenario,
+                         const SummaryTextOptions& options);
+
+}  // namespace zfetch::tools
