@@ -1,4 +1,7 @@
-// zfetch sweep SCENARIO --set KEY=V1,V2 ... | --bisect KEY=LO..HI: config sweeps with timing.
+// zfetch sweep SCENARIO --set KEY=V1,V2 ... [--bisect KEY=LO..HI]: config sweeps with timing,
+// as a table, JSON or CSV (tools/sweep_output.h).
+#include <fmt/format.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -9,6 +12,8 @@
 #include "sim/explore/sweep.h"
 #include "tools/commands.h"
 #include "tools/scenario_input.h"
+#include "tools/sweep_output.h"
+#include "tools/terminal_colour.h"
 
 namespace zfetch::tools {
 namespace {
@@ -18,7 +23,11 @@ struct SweepCliOptions {
   std::vector<std::string> sets;
   std::string bisect;
   std::string discovery = "resident-skip";
+  std::string sort;
   unsigned jobs = 0;
+  bool json = false;
+  bool csv = false;
+  bool require_pass = false;
 };
 
 int usage_error(const std::string& message) {
@@ -39,15 +48,51 @@ std::vector<std::string> split(const std::string& text, char separator) {
   }
 }
 
-std::string outcome_cell(const sim::SweepPoint& p) {
-  if (!p.error.empty()) {
-    return "error: " + p.error;
-  }
-  return std::string(format_as(p.outcome.kind));
+std::string outcome_words(const sim::SweepPoint& p) {
+  return p.error.empty() ? std::string(format_as(p.outcome.kind)) : "error: " + p.error;
 }
 
-int run_bisect(const model::Scenario& scenario, const SweepCliOptions& options,
-               const sim::SweepOptions& sweep_options) {
+bool write_stdout(const std::string& text) {
+  return std::fwrite(text.data(), 1, text.size(), stdout) == text.size() &&
+         std::fflush(stdout) == 0;
+}
+
+// The exit code of a finished sweep: with --require-pass, 1 when a reported cell did not pass.
+int finish(const SweepCliOptions& options, const std::string& text, bool all_passed) {
+  if (!write_stdout(text)) {
+    std::fprintf(stderr, "zfetch sweep: error: writing the output failed\n");
+    return kExitBadInput;
+  }
+  return options.require_pass && !all_passed ? kExitMismatch : kExitOk;
+}
+
+bool all_pass(const std::vector<sim::SweepPoint>& points) {
+  for (const sim::SweepPoint& p : points) {
+    if (cell_status(p) != "pass") {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Every combination of the --set values, last axis fastest (as sim::run_sweep orders them).
+std::vector<std::vector<std::string>> combinations(const std::vector<sim::SweepAxis>& axes) {
+  std::vector<std::vector<std::string>> out{{}};
+  for (const sim::SweepAxis& axis : axes) {
+    std::vector<std::vector<std::string>> next;
+    for (const auto& prefix : out) {
+      for (const std::string& value : axis.values) {
+        next.push_back(prefix);
+        next.back().push_back(value);
+      }
+    }
+    out = std::move(next);
+  }
+  return out;
+}
+
+int run_bisect(const model::Scenario& scenario, const std::vector<sim::SweepAxis>& axes,
+               const SweepCliOptions& options, const sim::SweepOptions& sweep_options) {
   const size_t eq = options.bisect.find('=');
   const size_t dots = options.bisect.find("..");
   if (eq == std::string::npos || dots == std::string::npos || dots < eq) {
@@ -66,22 +111,64 @@ int run_bisect(const model::Scenario& scenario, const SweepCliOptions& options,
   if (auto error = model::set_config_value(probe, key, lo_text)) {
     return usage_error(*error);
   }
-  const sim::BisectResult r = sim::bisect(scenario, key, *lo, *hi, sweep_options);
-  if (!r.error.empty()) {
-    return usage_error(r.error);
+  for (const sim::SweepAxis& axis : axes) {
+    if (axis.key == key) {
+      return usage_error("'" + key + "' is both bisected and set with --set");
+    }
   }
-  const std::vector<sim::SweepAxis> axes = {{key, {}}};
-  std::fputs(sim::format_sweep_table(axes, {r.below_point, r.above_point}).c_str(), stdout);
-  if (r.changed) {
-    std::printf("# boundary: %s=%lld gives %s, %s=%lld gives %s (%d runs)\n", key.c_str(),
-                static_cast<long long>(r.below), outcome_cell(r.below_point).c_str(), key.c_str(),
-                static_cast<long long>(r.above), outcome_cell(r.above_point).c_str(), r.runs);
-  } else {
-    std::printf("# no change: %s gives %s on %lld..%lld (%d runs)\n", key.c_str(),
-                outcome_cell(r.below_point).c_str(), static_cast<long long>(r.below),
-                static_cast<long long>(r.above), r.runs);
+  // One search per combination of the --set values, each on the scenario with them applied.
+  std::vector<BisectionReport> searches;
+  for (const std::vector<std::string>& values : combinations(axes)) {
+    model::Scenario base = scenario;
+    for (size_t a = 0; a < axes.size(); ++a) {
+      // Checked before any simulation ran (run()).
+      (void)model::set_config_value(base, axes[a].key, values[a]);
+    }
+    BisectionReport report{values, key, *lo, *hi, sim::bisect(base, key, *lo, *hi, sweep_options)};
+    if (!report.result.error.empty()) {
+      return usage_error(report.result.error);
+    }
+    report.result.below_point.values.insert(report.result.below_point.values.begin(),
+                                            values.begin(), values.end());
+    report.result.above_point.values.insert(report.result.above_point.values.begin(),
+                                            values.begin(), values.end());
+    searches.push_back(std::move(report));
   }
-  return kExitOk;
+  std::vector<sim::SweepAxis> all_axes = axes;
+  all_axes.push_back({key, {}});
+  std::vector<sim::SweepPoint> cells;
+  for (const BisectionReport& s : searches) {
+    cells.push_back(s.result.below_point);
+    cells.push_back(s.result.above_point);
+  }
+  const bool passed = all_pass(cells);
+  if (options.json) {
+    return finish(options,
+                  bisect_json({&scenario, sweep_options.simulator.discovery}, axes, searches),
+                  passed);
+  }
+  if (options.csv) {
+    return finish(options, sweep_csv(all_axes, cells), passed);
+  }
+  std::string text;
+  const bool colour = colour_wanted(stdout);
+  for (const BisectionReport& s : searches) {
+    std::string where;
+    for (size_t a = 0; a < axes.size(); ++a) {
+      where += (a == 0 ? " with " : ", ") + axes[a].key + "=" + s.fixed_values[a];
+    }
+    if (!where.empty()) {
+      text += "#" + where + "\n";
+    }
+    text += sweep_table(all_axes, {s.result.below_point, s.result.above_point}, colour);
+    const sim::BisectResult& r = s.result;
+    text += r.changed ? fmt::format("# boundary: {}={} gives {}, {}={} gives {} ({} runs)\n", key,
+                                    r.below, outcome_words(r.below_point), key, r.above,
+                                    outcome_words(r.above_point), r.runs)
+                      : fmt::format("# no change: {} gives {} on {}..{} ({} runs)\n", key,
+                                    outcome_words(r.below_point), r.below, r.above, r.runs);
+  }
+  return finish(options, text, passed);
 }
 
 int run(const SweepCliOptions& options) {
@@ -90,8 +177,14 @@ int run(const SweepCliOptions& options) {
     return usage_error("unknown discovery policy '" + options.discovery +
                        "'; valid values are: resident-skip, residency-independent");
   }
-  if (options.sets.empty() == options.bisect.empty()) {
-    return usage_error("expected either --set KEY=V1,V2,... or --bisect KEY=LO..HI");
+  if (options.sets.empty() && options.bisect.empty()) {
+    return usage_error("expected --set KEY=V1,V2,... or --bisect KEY=LO..HI");
+  }
+  if (options.json && options.csv) {
+    return usage_error("--json and --csv exclude each other");
+  }
+  if (!options.sort.empty() && !options.bisect.empty()) {
+    return usage_error("--sort orders a --set grid; --bisect reports two cells per search");
   }
   std::vector<sim::SweepAxis> axes;
   for (const std::string& set : options.sets) {
@@ -119,11 +212,21 @@ int run(const SweepCliOptions& options) {
   sweep_options.jobs =
       options.jobs > 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   if (!options.bisect.empty()) {
-    return run_bisect(*scenario, options, sweep_options);
+    return run_bisect(*scenario, axes, options, sweep_options);
   }
-  const std::vector<sim::SweepPoint> points = sim::run_sweep(*scenario, axes, sweep_options);
-  std::fputs(sim::format_sweep_table(axes, points).c_str(), stdout);
-  return kExitOk;
+  std::vector<sim::SweepPoint> points = sim::run_sweep(*scenario, axes, sweep_options);
+  if (!options.sort.empty() && !sort_cells(points, options.sort)) {
+    return usage_error("unknown --sort key '" + options.sort +
+                       "'; valid values are: step_time, exposed_comm, peak_live");
+  }
+  const bool passed = all_pass(points);
+  if (options.json) {
+    return finish(options, sweep_json({&*scenario, *discovery}, axes, points), passed);
+  }
+  if (options.csv) {
+    return finish(options, sweep_csv(axes, points), passed);
+  }
+  return finish(options, sweep_table(axes, points, colour_wanted(stdout)), passed);
 }
 
 }  // namespace
@@ -137,9 +240,16 @@ void setup_sweep(CLI::App& sub, std::function<int()>& action) {
                  "stage3_max_reuse_distance, stage3_param_persistence_threshold, "
                  "offload_param.device, world_size, ...)");
   sub.add_option("--bisect", options->bisect,
-                 "KEY=LO..HI: find the integer value where the outcome changes");
+                 "KEY=LO..HI: find the integer value where the outcome changes (once per "
+                 "combination of the --set values)");
   sub.add_option("--discovery", options->discovery,
                  "external-access discovery: resident-skip or residency-independent");
+  sub.add_option("--sort", options->sort,
+                 "order cells by step_time, exposed_comm or peak_live (failed cells last)");
+  sub.add_flag("--json", options->json, "print the results as JSON (docs/sweep-format.md)");
+  sub.add_flag("--csv", options->csv, "print the results as CSV (docs/sweep-format.md)");
+  sub.add_flag("--require-pass", options->require_pass,
+               "exit 1 when any cell fails or cannot run (for CI)");
   sub.add_option("--jobs,-j", options->jobs, "worker threads (default: all cores)");
   sub.callback([options, &action] { action = [options] { return run(*options); }; });
 }

@@ -12,18 +12,11 @@
 #include "model/config_override.h"
 #include "sim/timeline/cost_model.h"
 #include "sim/timeline/timeline.h"
-#include "sim/timeline/timeline_json.h"
 #include "trace/sink.h"
 
 namespace zfetch::sim {
 
 namespace {
-
-std::string us(Tick ns) {
-  fmt::memory_buffer out;
-  detail::append_us(out, ns);
-  return fmt::to_string(out);
-}
 
 std::string diagnostics_text(const model::DiagnosticList& diagnostics) {
   std::string text;
@@ -173,74 +166,6 @@ BisectResult bisect(const model::Scenario& base, const std::string& key, int64_t
   result.below_point = std::move(low);
   result.above_point = std::move(high);
   return result;
-}
-
-std::string format_sweep_table(const std::vector<SweepAxis>& axes,
-                               const std::vector<SweepPoint>& points) {
-  // Columns: one per axis, then the results; every cell is text so widths can be measured.
-  std::vector<std::string> header;
-  std::vector<std::string> units;
-  for (const SweepAxis& axis : axes) {
-    header.push_back(axis.key);
-    units.emplace_back("");
-  }
-  for (const char* h : {"outcome", "step_time", "exposed_comm", "peak_live"}) {
-    header.emplace_back(h);
-  }
-  for (const char* u : {"", "(us)", "(us)", "(B)"}) {
-    units.emplace_back(u);
-  }
-  std::vector<std::vector<std::string>> rows;
-  for (const SweepPoint& p : points) {
-    std::vector<std::string> row = p.values;
-    row.resize(axes.size());
-    if (!p.error.empty()) {
-      row.push_back("error: " + p.error);
-      row.insert(row.end(), 3, "-");
-    } else {
-      std::string outcome(format_as(p.outcome.kind));
-      if (p.outcome.kind == OutcomeKind::TraceInvalidated) {
-        outcome += fmt::format("({})", p.outcome.invalidations);
-      }
-      row.push_back(std::move(outcome));
-      row.push_back(us(p.step_ns));
-      row.push_back(us(p.exposed_comm_ns));
-      row.push_back(std::to_string(p.peak_live_bytes));
-    }
-    rows.push_back(std::move(row));
-  }
-  std::vector<size_t> width(header.size());
-  for (size_t c = 0; c < header.size(); ++c) {
-    width[c] = std::max(header[c].size(), units[c].size());
-    for (const auto& row : rows) {
-      // An error message runs past its column; it does not widen the table.
-      if (!(c == axes.size() && row[c].starts_with("error: "))) {
-        width[c] = std::max(width[c], row[c].size());
-      }
-    }
-  }
-  fmt::memory_buffer out;
-  auto it = std::back_inserter(out);
-  const auto line = [&](const char* lead, const std::vector<std::string>& cells) {
-    std::string text = lead;
-    for (size_t c = 0; c < cells.size(); ++c) {
-      // Values and outcome left-aligned, numbers right-aligned.
-      const bool left = c <= axes.size();
-      text += c == 0 ? "" : "  ";
-      text += left ? fmt::format("{:<{}}", cells[c], width[c])
-                   : fmt::format("{:>{}}", cells[c], width[c]);
-    }
-    while (!text.empty() && text.back() == ' ') {
-      text.pop_back();
-    }
-    fmt::format_to(it, "{}\n", text);
-  };
-  line("# ", header);
-  line("# ", units);
-  for (const auto& row : rows) {
-    line("  ", row);
-  }
-  return fmt::to_string(out);
 }
 
 }  // namespace zfetch::sim

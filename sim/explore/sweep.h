@@ -62,9 +62,4 @@ struct BisectResult {
 BisectResult bisect(const model::Scenario& base, const std::string& key, int64_t lo, int64_t hi,
                     const SweepOptions& options);
 
-/// A fixed-width table, one row per point: the axis values, outcome, last step time, exposed
-/// communication and peak live bytes (times in us with 3 decimals, from integer ns).
-std::string format_sweep_table(const std::vector<SweepAxis>& axes,
-                               const std::vector<SweepPoint>& points);
-
 }  // namespace zfetch::sim
