@@ -154,7 +154,12 @@ int run(const RunOptions& options) {
   const sim::Outcome outcome = sim::simulate(*scenario, sim_options, timeline);
   timeline.finish();
   if (timeline_out != nullptr) {
-    write_text(*timeline_out, sim::chrome_trace_json(timeline.recording(), *scenario));
+    sim::ChromeTraceNotes notes;
+    if (outcome.failure) {
+      notes.failure_title = outcome_summary(*scenario, outcome);
+      notes.failure_message = outcome.failure->message;
+    }
+    write_text(*timeline_out, sim::chrome_trace_json(timeline.recording(), *scenario, notes));
   }
   if (schedule_out != nullptr) {
     write_text(*schedule_out,

@@ -4,6 +4,8 @@
 #include <fmt/ranges.h>
 
 #include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -80,6 +82,43 @@ TEST_SUITE("timeline") {
     CHECK(a.stamps == b.stamps);
     CHECK(format_summary_json(a.summary, scenario) == format_summary_json(b.summary, scenario));
     CHECK(a.chrome == b.chrome);
+  }
+
+  TEST_CASE("chrome_trace: landmarks match the run's steps, passes, failure and invalidations") {
+    // The seed fails under resident-skip and passes under residency-independent; the
+    // v12 probe invalidates its trace once. Every rank the simulator ran gets its own landmarks.
+    const std::string invalidating =
+        ZFETCH_SOURCE_DIR "/scenarios/validation/v12_offload_reuse_model.yaml";
+    const model::LoadResult loaded = model::load_scenario_file(invalidating);
+    REQUIRE(loaded.diagnostics.empty());
+    const std::pair<model::Scenario, Discovery> cases[] = {
+        {seed_scenario(), Discovery::ResidentSkip},
+        {seed_scenario(), Discovery::ResidencyIndependent},
+        {*loaded.scenario, Discovery::ResidentSkip},
+    };
+    for (const auto& [scenario, discovery] : cases) {
+      CAPTURE(scenario.name);
+      CAPTURE(format_as(discovery));
+      const Run r = run(scenario, discovery);
+      const nlohmann::json doc = nlohmann::json::parse(r.chrome);
+      std::map<std::string, int> count;  // landmark kind (first word of its name)
+      std::set<int> ranks;
+      for (const nlohmann::json& e : doc["traceEvents"]) {
+        if (e.value("cat", "") == "landmark") {
+          const std::string name = e["name"];
+          ++count[e["ph"].get<std::string>() + " " + name.substr(0, name.find_first_of(" :"))];
+          ranks.insert(e["pid"].get<int>());
+        }
+      }
+      const auto rank_count = static_cast<int>(ranks.size());
+      REQUIRE(rank_count >= 1);
+      CHECK(count["X step"] == static_cast<int>(r.summary.steps.size()));
+      CHECK(count["i optimizer"] == static_cast<int>(r.outcome.stats.optimizer_steps) * rank_count);
+      CHECK(count["X pass"] == static_cast<int>(r.outcome.stats.passes) * rank_count);
+      CHECK(count["i failure"] == (r.outcome.failure ? 1 : 0));
+      CHECK(count["i trace"] == static_cast<int>(r.outcome.invalidations) * rank_count);
+      CHECK(count["X micro-step"] >= 1);
+    }
   }
 
   TEST_CASE("sweep: results do not depend on the number of threads") {
