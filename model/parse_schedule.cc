@@ -6,7 +6,9 @@
 #include <array>
 #include <string_view>
 
+#include "model/outcome.h"
 #include "model/scenario_parser.h"
+#include "trace/names.h"
 
 namespace zfetch::model::detail {
 
@@ -17,17 +19,10 @@ using namespace std::string_view_literals;
 constexpr std::array kScheduleKinds = {"train"sv,           "eval"sv,
                                        "save_checkpoint"sv, "restart"sv,
                                        "load_checkpoint"sv, "empty_partition_cache"sv};
-constexpr std::array kPolicies = {"resident-skip"sv, "residency-independent"sv};
-constexpr std::array kOutcomes = {"pass"sv,
-                                  "trace-invalidated"sv,
-                                  "fetch-queue-mismatch"sv,
-                                  "inflight-params"sv,
-                                  "rank-divergence"sv,
-                                  "hang"sv,
-                                  "not-available"sv,
-                                  "error"sv};
-constexpr std::array kExpectPhases = {"fwd"sv,  "bwd"sv,       "recompute"sv,
-                                      "eval"sv, "optimizer"sv, "checkpoint"sv};
+// An expectation names a phase a failure can happen in: every trace phase but `none`.
+std::span<const std::string_view> expect_phase_names() {
+  return trace::phase_names().subspan(1);
+}
 constexpr std::array kExpectationKeys = {"outcome"sv,    "phase"sv,  "module"sv,       "step"sv,
                                          "micro_step"sv, "engine"sv, "invalidations"sv};
 
@@ -157,7 +152,7 @@ void ScenarioParser::read_expectations(const Field& field) {
   for (const auto& entry : field.value) {
     // The keys are policy names, so a wrong key is reported as an unknown policy.
     const std::optional<std::string> policy =
-        reader_.read_choice({entry.first, "expect", {}}, "policy", kPolicies);
+        reader_.read_choice({entry.first, "expect", {}}, "policy", discovery_names());
     if (!policy) {
       continue;
     }
@@ -172,23 +167,27 @@ void ScenarioParser::read_expectations(const Field& field) {
 
 void ScenarioParser::read_expectation(const YAML::Node& key, const YAML::Node& value) {
   PolicyExpectation result;
-  result.policy = key.Scalar();
+  const std::string policy = key.Scalar();
+  result.policy = parse_discovery(policy).value_or(Discovery::ResidentSkip);
   Expectation& expect = result.expect;
   expect.loc = YamlReader::loc(key);
-  if (!reader_.expect_map({value, result.policy, key})) {
+  if (!reader_.expect_map({value, policy, key})) {
     return;
   }
-  reader_.check_keys(value, kExpectationKeys,
-                     fmt::format("the expectation for '{}'", result.policy));
+  reader_.check_keys(value, kExpectationKeys, fmt::format("the expectation for '{}'", policy));
   bool has_outcome = false;
   for (const auto& entry : value) {
     const std::string& name = entry.first.Scalar();
     const Field field{entry.second, name, entry.first};
     if (name == "outcome") {
       has_outcome = true;
-      expect.outcome = reader_.read_choice(field, "outcome", kOutcomes).value_or("");
+      if (const auto outcome = reader_.read_choice(field, "outcome", outcome_names())) {
+        expect.outcome = parse_outcome(*outcome).value_or(OutcomeKind::Pass);
+      }
     } else if (name == "phase") {
-      expect.phase = reader_.read_choice(field, "phase", kExpectPhases);
+      if (const auto phase = reader_.read_choice(field, "phase", expect_phase_names())) {
+        expect.phase = trace::parse_phase(*phase);
+      }
     } else if (name == "module") {
       const std::optional<std::string> module = reader_.read_string(field);
       if (module && module_by_name_.find(*module) == module_by_name_.end()) {
@@ -198,7 +197,7 @@ void ScenarioParser::read_expectation(const YAML::Node& key, const YAML::Node& v
         }
         reader_.error(
             entry.second,
-            fmt::format("unknown module '{}' in the expectation for '{}'", *module, result.policy),
+            fmt::format("unknown module '{}' in the expectation for '{}'", *module, policy),
             reader_.did_you_mean(entry.second, *module, names));
       }
       expect.module = module;
@@ -212,7 +211,7 @@ void ScenarioParser::read_expectation(const YAML::Node& key, const YAML::Node& v
     }
   }
   if (!has_outcome) {
-    reader_.error(key, fmt::format("the expectation for '{}' has no 'outcome'", result.policy));
+    reader_.error(key, fmt::format("the expectation for '{}' has no 'outcome'", policy));
   }
   scenario_.expectations.push_back(std::move(result));
 }

@@ -9,7 +9,9 @@
 
 #include "model/diagnostic.h"
 #include "model/module_graph.h"
+#include "model/outcome.h"
 #include "model/zero_config.h"
+#include "trace/event.h"
 
 namespace zfetch::model {
 
@@ -113,8 +115,8 @@ struct ScheduleItem {
 
 /// Expected outcome of one run under one discovery policy (`expect:` block).
 struct Expectation {
-  std::string outcome;                ///< pass, trace-invalidated, fetch-queue-mismatch, ...
-  std::optional<std::string> phase;   ///< fwd, bwd, recompute, eval, optimizer, checkpoint
+  OutcomeKind outcome = OutcomeKind::Pass;
+  std::optional<trace::Phase> phase;  ///< fwd, bwd, recompute, eval, optimizer, checkpoint
   std::optional<std::string> module;  ///< qualified module name ("" is the root)
   std::optional<int64_t> step;        ///< trace step of the failure
   std::optional<int64_t> micro_step;  ///< micro-step (0-based within the engine's training)
@@ -124,7 +126,7 @@ struct Expectation {
 };
 
 struct PolicyExpectation {
-  std::string policy;  ///< resident-skip | residency-independent
+  Discovery policy = Discovery::ResidentSkip;
   Expectation expect;
 };
 

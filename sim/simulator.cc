@@ -14,17 +14,6 @@
 namespace zfetch::sim {
 namespace {
 
-constexpr std::array<std::string_view, 2> kDiscoveryNames = {"resident-skip",
-                                                             "residency-independent"};
-constexpr std::array<std::string_view, 8> kOutcomeNames = {"pass",
-                                                           "trace-invalidated",
-                                                           "fetch-queue-mismatch",
-                                                           "inflight-params",
-                                                           "rank-divergence",
-                                                           "hang",
-                                                           "not-available",
-                                                           "error"};
-
 void collect_ranks(const std::vector<model::Op>& ops, std::set<int64_t>& ranks) {
   for (const model::Op& op : ops) {
     ranks.insert(op.when.ranks.begin(), op.when.ranks.end());
@@ -178,32 +167,6 @@ Outcome compare_ranks(std::vector<RankRun>& runs) {
 }
 
 }  // namespace
-
-std::string_view format_as(Discovery discovery) {
-  return kDiscoveryNames[static_cast<size_t>(discovery)];
-}
-
-std::optional<Discovery> parse_discovery(std::string_view name) {
-  for (size_t i = 0; i < kDiscoveryNames.size(); ++i) {
-    if (kDiscoveryNames[i] == name) {
-      return static_cast<Discovery>(i);
-    }
-  }
-  return std::nullopt;
-}
-
-std::string_view format_as(OutcomeKind kind) {
-  return kOutcomeNames[static_cast<size_t>(kind)];
-}
-
-std::optional<OutcomeKind> parse_outcome(std::string_view name) {
-  for (size_t i = 0; i < kOutcomeNames.size(); ++i) {
-    if (kOutcomeNames[i] == name) {
-      return static_cast<OutcomeKind>(i);
-    }
-  }
-  return std::nullopt;
-}
 
 Outcome simulate(const model::Scenario& scenario, const Options& options, trace::EventSink& sink) {
   const std::vector<int32_t> ranks = distinct_ranks(scenario);

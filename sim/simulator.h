@@ -7,35 +7,16 @@
 #include <string_view>
 #include <vector>
 
+#include "model/outcome.h"
 #include "model/scenario.h"
 #include "trace/event.h"
 #include "trace/sink.h"
 
 namespace zfetch::sim {
 
-/// How the parameter getter discovers external accesses (semantics 5.2 and 5.7).
-enum class Discovery : uint8_t {
-  ResidentSkip,          ///< DeepSpeed up to 0.19.9: only NOT_AVAILABLE params are discovered
-  ResidencyIndependent,  ///< PR #8875: discovered whatever their residency
-};
-
-std::string_view format_as(Discovery discovery);
-std::optional<Discovery> parse_discovery(std::string_view name);
-
-/// How a run ended. The names (format_as) are the `outcome` values of expect blocks.
-enum class OutcomeKind : uint8_t {
-  Pass,                ///< every step completed, the trace was never invalidated
-  TraceInvalidated,    ///< completed, with N soft trace invalidations (3.4 #1/#2)
-  FetchQueueMismatch,  ///< the hard `tracing error at step N` (3.4 #3)
-  InflightParams,      ///< an in-flight / status assertion (3.4 #9-#11)
-  RankDivergence,      ///< ranks disagree at an agreement check (3.4 #8)
-  Hang,                ///< ranks issue different collectives: DeepSpeed would hang
-  NotAvailable,        ///< a module computed with a parameter that was not gathered
-  Error,               ///< any other DeepSpeed error (message says which)
-};
-
-std::string_view format_as(OutcomeKind kind);
-std::optional<OutcomeKind> parse_outcome(std::string_view name);
+// The policy and outcome vocabulary is the expect block's (model/outcome.h).
+using model::Discovery;
+using model::OutcomeKind;
 
 /// Where and why a run failed.
 struct Failure {

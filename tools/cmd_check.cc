@@ -49,9 +49,8 @@ std::vector<std::string> collect(const std::vector<std::string>& paths) {
 std::vector<std::string> differences(const model::Scenario& scenario,
                                      const model::Expectation& want, const sim::Outcome& got) {
   std::vector<std::string> diffs;
-  const std::string_view outcome = format_as(got.kind);
-  if (want.outcome != outcome) {
-    diffs.push_back(fmt::format("outcome: expected {}, got {}", want.outcome, outcome));
+  if (want.outcome != got.kind) {
+    diffs.push_back(fmt::format("outcome: expected {}, got {}", want.outcome, got.kind));
   }
   if (want.invalidations && *want.invalidations != got.invalidations) {
     diffs.push_back(
@@ -65,7 +64,7 @@ std::vector<std::string> differences(const model::Scenario& scenario,
     }
   };
   const std::string none = "(none)";
-  field("phase", want.phase.has_value(), want.phase.value_or(""),
+  field("phase", want.phase.has_value(), want.phase ? std::string(format_as(*want.phase)) : "",
         f ? std::string(format_as(f->phase)) : none);
   field("module", want.module.has_value(), fmt::format("'{}'", want.module.value_or("")),
         f && f->module != model::kNone
@@ -97,9 +96,9 @@ int check(const CheckOptions& options) {
       continue;
     }
     for (const model::PolicyExpectation& expectation : scenario->expectations) {
-      const std::optional<sim::Discovery> discovery = sim::parse_discovery(expectation.policy);
       sim::Options sim_options;
-      sim_options.discovery = discovery.value_or(sim::Discovery::ResidentSkip);
+      sim_options.discovery = expectation.policy;
+      const std::string policy(format_as(expectation.policy));
       trace::NullSink sink;
       const sim::Outcome outcome = sim::simulate(*scenario, sim_options, sink);
       const std::vector<std::string> diffs = differences(*scenario, expectation.expect, outcome);
@@ -107,13 +106,11 @@ int check(const CheckOptions& options) {
       if (diffs.empty()) {
         ++passed;
         if (options.verbose) {
-          std::printf("PASS %s [%s]: %s\n", file.c_str(), expectation.policy.c_str(),
-                      summary.c_str());
+          std::printf("PASS %s [%s]: %s\n", file.c_str(), policy.c_str(), summary.c_str());
         }
       } else {
         ++failed;
-        std::printf("FAIL %s [%s]: %s\n", file.c_str(), expectation.policy.c_str(),
-                    summary.c_str());
+        std::printf("FAIL %s [%s]: %s\n", file.c_str(), policy.c_str(), summary.c_str());
         for (const std::string& d : diffs) {
           std::printf("  %s\n", d.c_str());
         }

@@ -27,12 +27,8 @@ struct GraphCliOptions {
 };
 
 int run(const GraphCliOptions& cli) {
-  const std::optional<sim::Discovery> discovery = sim::parse_discovery(cli.discovery);
+  const std::optional<model::Discovery> discovery = discovery_or_report(cli.discovery);
   if (!discovery) {
-    std::fprintf(stderr,
-                 "command line: error: unknown discovery policy '%s'; valid values are: "
-                 "resident-skip, residency-independent\n",
-                 cli.discovery.c_str());
     return kExitBadInput;
   }
   const std::optional<model::Scenario> scenario = load_or_report(cli.scenario);

@@ -61,12 +61,8 @@ void write_text(const OutputFile& out, const std::string& text) {
 }
 
 int run(const RunOptions& options) {
-  const std::optional<sim::Discovery> discovery = sim::parse_discovery(options.discovery);
+  const std::optional<model::Discovery> discovery = discovery_or_report(options.discovery);
   if (!discovery) {
-    std::fprintf(stderr,
-                 "command line: error: unknown discovery policy '%s'; valid values are: "
-                 "resident-skip, residency-independent\n",
-                 options.discovery.c_str());
     return kExitBadInput;
   }
   const std::optional<model::Scenario> scenario = load_or_report(options.scenario);

@@ -172,10 +172,9 @@ int run_bisect(const model::Scenario& scenario, const std::vector<sim::SweepAxis
 }
 
 int run(const SweepCliOptions& options) {
-  const std::optional<sim::Discovery> discovery = sim::parse_discovery(options.discovery);
+  const std::optional<model::Discovery> discovery = discovery_or_report(options.discovery);
   if (!discovery) {
-    return usage_error("unknown discovery policy '" + options.discovery +
-                       "'; valid values are: resident-skip, residency-independent");
+    return kExitBadInput;
   }
   if (options.sets.empty() && options.bisect.empty()) {
     return usage_error("expected --set KEY=V1,V2,... or --bisect KEY=LO..HI");

@@ -1,5 +1,8 @@
-// Loading a scenario for a command, printing diagnostics compiler-style.
+// Loading a scenario and reading the policy for a command, printing problems compiler-style.
 #include "tools/scenario_input.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 
@@ -14,6 +17,15 @@ std::optional<model::Scenario> load_or_report(const std::string& path) {
     std::fputs(diag::render(diagnostic).c_str(), stderr);
   }
   return std::move(result.scenario);
+}
+
+std::optional<model::Discovery> discovery_or_report(const std::string& name) {
+  const std::optional<model::Discovery> discovery = model::parse_discovery(name);
+  if (!discovery) {
+    fmt::print(stderr, "command line: error: unknown discovery policy '{}'; valid values are: {}\n",
+               name, fmt::join(model::discovery_names(), ", "));
+  }
+  return discovery;
 }
 
 }  // namespace zfetch::tools

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/timeline/timeline_json.h"
+#include "trace/names.h"
 
 namespace zfetch::sim {
 
@@ -33,26 +34,6 @@ std::string_view category(Slice::Kind kind) {
     return "h2d";
   case Slice::Kind::ReduceScatter:
     return "reduce_scatter";
-  }
-  return "?";
-}
-
-std::string_view phase_name(trace::Phase phase) {
-  switch (phase) {
-  case trace::Phase::None:
-    return "none";
-  case trace::Phase::Fwd:
-    return "fwd";
-  case trace::Phase::Bwd:
-    return "bwd";
-  case trace::Phase::Recompute:
-    return "recompute";
-  case trace::Phase::Eval:
-    return "eval";
-  case trace::Phase::Optimizer:
-    return "optimizer";
-  case trace::Phase::Checkpoint:
-    return "checkpoint";
   }
   return "?";
 }
@@ -291,7 +272,7 @@ std::string chrome_trace_json(const Recording& recording, const model::Scenario&
     w.string("cat", category(s.kind));
     w.raw(",\"args\":{");
     w.raw(fmt::format("\"step\":{}", s.step));
-    w.string("phase", phase_name(s.phase));
+    w.string("phase", trace::format_as(s.phase));
     w.string("module", module_name(scenario, s.module));
     if (s.kind != Slice::Kind::Compute) {
       w.number("bytes", s.bytes);

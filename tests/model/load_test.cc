@@ -279,14 +279,15 @@ expect:
 
     REQUIRE(s.expectations.size() == 2);
     const Expectation& skip = s.expectations[0].expect;
-    CHECK(s.expectations[0].policy == "resident-skip");
-    CHECK(skip.outcome == "fetch-queue-mismatch");
-    CHECK(skip.phase == "recompute");
+    CHECK(s.expectations[0].policy == Discovery::ResidentSkip);
+    CHECK(skip.outcome == OutcomeKind::FetchQueueMismatch);
+    CHECK(skip.phase == trace::Phase::Recompute);
     CHECK(skip.module == "adapter");
     CHECK(skip.step == 6);
     CHECK(skip.micro_step == 1);
     CHECK(skip.engine == 1);
-    CHECK(s.expectations[1].expect.outcome == "pass");
+    CHECK(s.expectations[1].policy == Discovery::ResidencyIndependent);
+    CHECK(s.expectations[1].expect.outcome == OutcomeKind::Pass);
     CHECK(boost::num_vertices(s.graph) == 5);
     CHECK(boost::num_edges(s.graph) == 4);
   }
