@@ -243,6 +243,33 @@ TEST_SUITE("trace") {
     CHECK(unknown.rendered_error.ends_with("\n" + std::string(91, ' ') + "^~~~~~~~\n"));
   }
 
+  TEST_CASE("reader: integers of every length read back exactly") {
+    // The fast path reads up to 16 digits 8 at a time; 1 to 19 digits cross each of its cases.
+    std::vector<Event> events;
+    int64_t power = 1;
+    for (int digits = 1; digits <= 19; ++digits) {
+      for (const int64_t value : {power, power * 9 + (power - 1)}) {
+        Event e;
+        e.seq = events.size();
+        e.t_ns = value;
+        e.numel = value;
+        e.bytes = value;
+        e.group = value;
+        events.push_back(e);
+      }
+      power = digits < 18 ? power * 10 : power;
+    }
+    const auto result = read_trace(write_trace(sample_header(), events));
+    CHECK(result.error.empty());
+    REQUIRE(result.events.size() == events.size());
+    for (size_t i = 0; i < events.size(); ++i) {
+      CAPTURE(i);
+      CHECK(result.events[i].event.t_ns == events[i].t_ns);
+      CHECK(result.events[i].event.numel == events[i].numel);
+      CHECK(result.events[i].event.group == events[i].group);
+    }
+  }
+
   TEST_CASE("reader: lines in another form than the writer's read the same") {
     // The writer's form takes the fast path; spaces, another key order and escapes take the
     // general parser. Both must give the same event.
