@@ -178,7 +178,7 @@ std::string landmark_name(const Landmark& l, const model::Scenario& scenario,
   case Landmark::Kind::Pass:
     return fmt::format("pass {} ({})", l.pass, l.phase == trace::Phase::Eval ? "eval" : "train");
   case Landmark::Kind::Phase:
-    return std::string(phase_name(l.phase));
+    return std::string(trace::format_as(l.phase));
   case Landmark::Kind::OptimizerStep:
     return fmt::format("optimizer step {}", l.step);
   case Landmark::Kind::TraceInvalidation:
@@ -332,7 +332,7 @@ std::string chrome_trace_json(const Recording& recording, const model::Scenario&
     w.raw(",\"args\":{");
     w.raw(fmt::format("\"step\":{},\"micro_step\":{},\"engine\":{},\"pass\":{}", l.step,
                       l.micro_step, l.engine, l.pass));
-    w.string("phase", phase_name(l.phase));
+    w.string("phase", trace::format_as(l.phase));
     if (l.module != model::kNone) {
       w.string("module", module_name(scenario, l.module));
     }
