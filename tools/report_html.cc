@@ -408,7 +408,7 @@ td.name {{ font-family: monospace; }}
   fmt::format_to(it,
                  "<p>scenario <code>{}</code>, {} ranks, discovery <code>{}</code>, calibration "
                  "{}</p>\n<p class=\"{}\">{}</p>\n",
-                 esc(scenario.path), scenario.world_size, sim::format_as(in.discovery),
+                 esc(scenario.path), scenario.world_size, model::format_as(in.discovery),
                  esc(in.calibration), failed ? "failed" : "pass",
                  esc(outcome_summary(scenario, outcome)));
   fmt::format_to(
