@@ -29,6 +29,7 @@ Process::Process(const model::Scenario& scenario, const Options& options, int32_
   emitter_.context.rank = rank;
   returned_.resize(scenario.modules.size());
   graph_.reserve(scenario.modules.size(), scenario.params.size());
+  hazards_.reserve(Outcome::kMaxHazards);
 }
 
 RankResult Process::run() {
@@ -38,6 +39,7 @@ RankResult Process::run() {
   } catch (Raised& raised) {
     result.raised = std::move(raised);
   }
+  result.collectives_before_failure = collectives_.entries().size();
   result.invalidations = invalidations_before_ + (coordinator_ ? coordinator_->invalidations() : 0);
   for (const auto& retired : retired_) {
     result.invalidations += retired->invalidations();
@@ -48,6 +50,7 @@ RankResult Process::run() {
     result.warnings.insert(result.warnings.end(), w.begin(), w.end());
   }
   result.stats = emitter_.stats;
+  result.hazards = hazards_;
   result.next_seq = emitter_.next_seq();
   return result;
 }

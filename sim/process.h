@@ -26,9 +26,11 @@ namespace zfetch::sim {
 /// The result of one rank's run.
 struct RankResult {
   std::optional<Raised> raised;  ///< set when DeepSpeed would have raised on this rank
+  size_t collectives_before_failure = 0;
   int64_t invalidations = 0;
   std::vector<std::string> warnings;
   RunStats stats;
+  std::vector<Hazard> hazards;
   uint64_t next_seq = 0;  ///< the seq after this rank's last event
 };
 
@@ -65,6 +67,7 @@ class Process {
   [[nodiscard]] std::string autograd_execution(int32_t task_region) const;
   void replay(int32_t region);
   void register_external(ModuleIndex m, ParamIndex p, Status status_at_access);
+  void note_hazard(ModuleIndex m, ParamIndex p, Status status);
   void handle_returns(ModuleIndex m);
   void zenflow_transpose(ModuleIndex m, bool to_compute);
   void check_compute_layout(ModuleIndex m);
@@ -109,6 +112,7 @@ class Process {
   std::vector<std::vector<ParamIndex>> returned_;  ///< per module: params returned this call
   int64_t invalidations_before_ = 0;
   std::vector<std::string> warnings_;
+  std::vector<Hazard> hazards_;  ///< bounded by Outcome::kMaxHazards; reserved up front
 };
 
 }  // namespace zfetch::sim

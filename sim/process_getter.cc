@@ -30,6 +30,8 @@ bool Process::access(ModuleIndex context, const Op& op, bool rg) {
     // [PR] semantics 5.7: registered whatever the residency; gathered only when NA (above).
     register_external(top, p, status);
     registered = true;
+  } else if (eager && owner != top) {
+    note_hazard(top, p, status);
   }
   if (eager && coordinator_->mode() == TraceMode::Record) {
     history_.add(RecordedAccess{top, p, status, registered, emitter_.context});
@@ -66,6 +68,30 @@ void Process::register_external(ModuleIndex m, ParamIndex p, Status status_at_ac
   emitter_.emit(EventKind::RegisterExternal, m, p, -1, -1, status_at_access);
   history_.add(Registration{m, p, emitter_.context, status_at_access,
                             coordinator_->mode() == TraceMode::Complete});
+}
+
+void Process::note_hazard(ModuleIndex m, ParamIndex p, Status status) {
+  const std::vector<ParamIndex>& ext = modules_.externals[m];
+  if (std::find(ext.begin(), ext.end(), p) != ext.end()) {
+    return;  // discovered earlier (while NOT_AVAILABLE): the trace has the dependency
+  }
+  if (modules_.leaf[m] != 0) {
+    const std::vector<ParamIndex>& subtree = modules_.recursive_params[m];
+    if (std::find(subtree.begin(), subtree.end(), p) != subtree.end()) {
+      return;  // a z3 leaf fetches its whole subtree itself: never NOT_AVAILABLE here
+    }
+  }
+  for (const Hazard& h : hazards_) {
+    if (h.module == m && h.param == p) {
+      return;
+    }
+  }
+  if (hazards_.size() == Outcome::kMaxHazards) {
+    return;
+  }
+  const Context& now = emitter_.context;
+  hazards_.push_back(Hazard{m, p, status, params_.persist[p] != 0, now.phase, now.rank, now.engine,
+                            now.step, now.micro_step});
 }
 
 void Process::handle_returns(ModuleIndex m) {

@@ -200,6 +200,13 @@ Outcome simulate(const model::Scenario& scenario, const Options& options, trace:
     outcome.stats.events += runs[i].result.stats.events;
   }
   outcome.warnings = runs.front().result.warnings;
+  for (const RankRun& run : runs) {
+    for (const Hazard& h : run.result.hazards) {
+      if (outcome.hazards.size() < Outcome::kMaxHazards) {
+        outcome.hazards.push_back(h);
+      }
+    }
+  }
   return outcome;
 }
 

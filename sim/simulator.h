@@ -44,12 +44,32 @@ struct RunStats {
   uint64_t optimizer_steps = 0;
 };
 
+/// A latent hazard (issue #8874's shape): an external access in an engine forward that the
+/// getter did not discover because its parameter was AVAILABLE or INFLIGHT at that moment. The
+/// run did not depend on the dependency then; it does once the parameter is NOT_AVAILABLE at
+/// the same access while the trace holds no entry for it.
+struct Hazard {
+  model::ModuleIndex module = model::kNone;    ///< the module on top of the stack (the accessor)
+  model::ParamIndex param = model::kNone;      ///< canonical (tied params count once)
+  trace::Status status = trace::Status::None;  ///< AVAILABLE or INFLIGHT
+  bool persistent = false;                     ///< below the persistence threshold: resident
+  trace::Phase phase = trace::Phase::None;
+  int32_t rank = 0;
+  int32_t engine = 0;
+  int32_t step = 0;
+  int32_t micro_step = 0;
+};
+
 struct Outcome {
   OutcomeKind kind = OutcomeKind::Pass;
   int64_t invalidations = 0;
   std::optional<Failure> failure;
   RunStats stats;
   std::vector<std::string> warnings;  ///< log_trace_cache_warnings texts (rank 0, at most 100)
+  /// The first undiscovered access of each (module, parameter), in simulation order, every
+  /// simulated rank (at most kMaxHazards).
+  std::vector<Hazard> hazards;
+  static constexpr size_t kMaxHazards = 100;
 };
 
 struct Options {

@@ -17,7 +17,6 @@
 #include "tools/order_input.h"
 #include "tools/outcome_report.h"
 #include "tools/output_file.h"
-#include "tools/report_html.h"
 #include "tools/scenario_input.h"
 #include "tools/summary_text.h"
 #include "tools/terminal_colour.h"
@@ -31,11 +30,11 @@ struct RunOptions {
   std::string discovery = "resident-skip";
   std::string trace_path;
   std::string timeline_path;
-  std::string report_path;
   std::string replay_schedule_path;
   std::string calibration_path;  // instead of the scenario's timing.calibration
   std::string expect_order_path;
   bool json = false;
+  bool strict = false;  // a latent hazard exits 1
   bool per_module = false;
   bool all_modules = false;
 };
@@ -83,10 +82,9 @@ int run(const RunOptions& options) {
   sim_options.discovery = *discovery;
 
   // Outputs never replace an input or each other, and each is written whole or not at all.
-  const std::string clash =
-      check_outputs_distinct({options.scenario, options.calibration_path},
-                             {options.trace_path, options.timeline_path,
-                              options.replay_schedule_path, options.report_path});
+  const std::string clash = check_outputs_distinct(
+      {options.scenario, options.calibration_path},
+      {options.trace_path, options.timeline_path, options.replay_schedule_path});
   if (!clash.empty()) {
     std::fprintf(stderr, "%s\n", clash.c_str());
     return kExitBadInput;
@@ -102,7 +100,6 @@ int run(const RunOptions& options) {
   OutputFile* trace_out = open_output(options.trace_path);
   OutputFile* timeline_out = open_output(options.timeline_path);
   OutputFile* schedule_out = open_output(options.replay_schedule_path);
-  OutputFile* report_out = open_output(options.report_path);
   for (const auto& out : outputs) {
     if (!out->error().empty()) {
       std::fprintf(stderr, "%s: error: cannot write: %s\n", out->path().c_str(),
@@ -143,9 +140,8 @@ int run(const RunOptions& options) {
   }
   const sim::AnalyticalCostModel cost(*scenario, *calibration.calibration);
   sim::TimelineOptions timeline_options;
-  timeline_options.per_module = options.per_module || !options.report_path.empty();
-  timeline_options.record = !options.timeline_path.empty() ||
-                            !options.replay_schedule_path.empty() || !options.report_path.empty();
+  timeline_options.per_module = options.per_module;
+  timeline_options.record = !options.timeline_path.empty() || !options.replay_schedule_path.empty();
   sim::ReplayDrainMarks drain_marks(*sink);
   sim::Timeline timeline(*scenario, cost,
                          options.replay_schedule_path.empty() ? *sink : drain_marks,
@@ -167,16 +163,6 @@ int run(const RunOptions& options) {
                sim::replay_schedule_json(timeline.recording(), timeline.summary(), *scenario,
                                          *calibration.calibration, drain_marks));
   }
-  if (report_out != nullptr) {
-    RunReportInput report;
-    report.scenario = &*scenario;
-    report.discovery = *discovery;
-    report.outcome = &outcome;
-    report.summary = &timeline.summary();
-    report.recording = &timeline.recording();
-    report.calibration = calibration.calibration->machine;
-    write_text(*report_out, run_report_html(report));
-  }
   if (writer) {
     writer->flush();  // a failure is seen by finish_outputs, with the other outputs
   }
@@ -187,9 +173,16 @@ int run(const RunOptions& options) {
   if (!finish_outputs(files)) {
     return kExitBadInput;
   }
+  // Hazards matter only when the run passed; the re-simulation runs only when there are some.
+  const bool hazardous = !outcome.failure && !outcome.hazards.empty();
+  const std::vector<sim::HazardChange> changes =
+      hazardous ? sim::resimulate_hazard_changes(*scenario, sim_options)
+                : std::vector<sim::HazardChange>{};
   if (options.trace_path != "-") {
     if (options.json) {
       nlohmann::ordered_json j = outcome_json(*scenario, *discovery, outcome);
+      j["hazards"] =
+          hazardous ? hazard_json(*scenario, outcome, changes) : nlohmann::ordered_json::array();
       j["calibration"] = calibration.calibration->machine;
       j["timeline"] =
           nlohmann::ordered_json::parse(sim::format_summary_json(timeline.summary(), *scenario));
@@ -197,6 +190,9 @@ int run(const RunOptions& options) {
     } else {
       const bool colour = colour_wanted(stdout);
       std::fputs(outcome_text(*scenario, *discovery, outcome, colour).c_str(), stdout);
+      if (hazardous) {
+        std::fputs(hazard_text(*scenario, *discovery, outcome, changes, colour).c_str(), stdout);
+      }
       std::printf("\nsimulated time (calibration: %s)\n", calibration.calibration->machine.c_str());
       SummaryTextOptions text_options;
       text_options.per_module = options.per_module;
@@ -210,7 +206,10 @@ int run(const RunOptions& options) {
       return kExitMismatch;
     }
   }
-  return outcome.failure ? kExitMismatch : kExitOk;
+  if (outcome.failure || (options.strict && hazardous)) {
+    return kExitMismatch;
+  }
+  return kExitOk;
 }
 
 }  // namespace
@@ -224,9 +223,6 @@ void setup_run(CLI::App& sub, std::function<int()>& action) {
       ->capture_default_str();
   sub.add_option("--trace", options->trace_path,
                  "write the event trace (JSON Lines; - for stdout)");
-  sub.add_option("--report", options->report_path,
-                 "write a self-contained HTML report (timeline, memory, exposed communication "
-                 "per module and layer, what to tune; opens offline in any browser)");
   sub.add_option("--timeline", options->timeline_path,
                  "write the simulated timeline as Chrome trace JSON (Perfetto, chrome://tracing)");
   sub.add_option("--replay-schedule", options->replay_schedule_path,
@@ -241,6 +237,9 @@ void setup_run(CLI::App& sub, std::function<int()>& action) {
                "add the 20 modules with the most exposed communication to the summary");
   sub.add_flag("--all", options->all_modules, "with --per-module: every module, not the top 20");
   sub.add_flag("--json", options->json, "print the outcome as one JSON object");
+  sub.add_flag("--strict", options->strict,
+               "exit 1 when the run passed with a latent hazard (an external access left "
+               "undiscovered because its parameter was AVAILABLE or INFLIGHT)");
   sub.callback([&action, options] { action = [options] { return run(*options); }; });
 }
 

@@ -18,7 +18,84 @@ std::string module_label(const model::Scenario& scenario, model::ModuleIndex m) 
   return q.empty() ? "<root>" : q;
 }
 
+std::string_view status_word(trace::Status status) {
+  return status == trace::Status::Inflight ? "INFLIGHT" : "AVAILABLE";
+}
+
+// A change fails "at" a hazard when its (first) failure is in the accessing module.
+std::vector<const sim::HazardChange*> failing_changes(
+    const sim::Hazard& hazard, const std::vector<sim::HazardChange>& changes) {
+  std::vector<const sim::HazardChange*> out;
+  for (const sim::HazardChange& c : changes) {
+    if (c.outcome.failure && c.outcome.failure->module == hazard.module) {
+      out.push_back(&c);
+    }
+  }
+  return out;
+}
+
 }  // namespace
+
+std::string hazard_text(const model::Scenario& scenario, sim::Discovery discovery,
+                        const sim::Outcome& outcome, const std::vector<sim::HazardChange>& changes,
+                        bool colour) {
+  if (outcome.hazards.empty()) {
+    return "";
+  }
+  const size_t n = outcome.hazards.size();
+  std::string out = fmt::format(
+      "\n{} {} external access{} went undiscovered: the run passed only because of residency "
+      "or prefetch timing\n",
+      paint("latent hazards:", Colour::Warning, colour), n, n == 1 ? "" : "es");
+  for (const sim::Hazard& h : outcome.hazards) {
+    const std::string& param = scenario.params[h.param].qualified_name;
+    const model::ModuleIndex owner = scenario.params[h.param].owner;
+    out += fmt::format(
+        "- '{}' accessed {} (a parameter of '{}') in phase {} at engine {}, micro-step {} "
+        "(rank {}); it was {}{}, so the {} getter did not register it as an external "
+        "parameter of '{}' and the trace has no entry for it there.\n",
+        module_label(scenario, h.module), param, module_label(scenario, owner), format_as(h.phase),
+        h.engine, h.micro_step, h.rank, status_word(h.status),
+        h.persistent                          ? " (persistent, so resident)"
+        : h.status == trace::Status::Inflight ? " (prefetched, not yet waited on)"
+                                              : " (still gathered)",
+        format_as(discovery), module_label(scenario, h.module));
+    const std::vector<const sim::HazardChange*> failing = failing_changes(h, changes);
+    if (failing.empty()) {
+      out += "  no re-simulated change failed first at this access.\n";
+    }
+    for (const sim::HazardChange* c : failing) {
+      out +=
+          fmt::format("  fails under {}: {}\n", c->change, outcome_summary(scenario, c->outcome));
+    }
+  }
+  return out;
+}
+
+nlohmann::ordered_json hazard_json(const model::Scenario& scenario, const sim::Outcome& outcome,
+                                   const std::vector<sim::HazardChange>& changes) {
+  nlohmann::ordered_json array = nlohmann::ordered_json::array();
+  for (const sim::Hazard& h : outcome.hazards) {
+    nlohmann::ordered_json fails = nlohmann::ordered_json::array();
+    for (const sim::HazardChange* c : failing_changes(h, changes)) {
+      fails.push_back({{"change", c->change},
+                       {"outcome", format_as(c->outcome.kind)},
+                       {"summary", outcome_summary(scenario, c->outcome)},
+                       {"message", c->outcome.failure->message}});
+    }
+    array.push_back({{"module", module_label(scenario, h.module)},
+                     {"param", scenario.params[h.param].qualified_name},
+                     {"status", status_word(h.status)},
+                     {"persistent", h.persistent},
+                     {"phase", format_as(h.phase)},
+                     {"rank", h.rank},
+                     {"engine", h.engine},
+                     {"step", h.step},
+                     {"micro_step", h.micro_step},
+                     {"fails_under", fails}});
+  }
+  return array;
+}
 
 std::string outcome_summary(const model::Scenario& scenario, const sim::Outcome& outcome) {
   if (!outcome.failure) {

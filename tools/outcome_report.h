@@ -5,6 +5,7 @@
 #include <string>
 
 #include "model/scenario.h"
+#include "sim/explore/hazard_check.h"
 #include "sim/simulator.h"
 
 namespace zfetch::tools {
@@ -17,6 +18,16 @@ std::string outcome_text(const model::Scenario& scenario, sim::Discovery discove
 /// The same as one JSON object (`zfetch run --json`).
 nlohmann::ordered_json outcome_json(const model::Scenario& scenario, sim::Discovery discovery,
                                     const sim::Outcome& outcome);
+
+/// The latent hazards of a run (`outcome.hazards`), each with the re-simulated `changes` whose
+/// failure is at its module; "" when there are none.
+std::string hazard_text(const model::Scenario& scenario, sim::Discovery discovery,
+                        const sim::Outcome& outcome, const std::vector<sim::HazardChange>& changes,
+                        bool colour);
+
+/// The same as a JSON array (`hazards` of `zfetch run --json`).
+nlohmann::ordered_json hazard_json(const model::Scenario& scenario, const sim::Outcome& outcome,
+                                   const std::vector<sim::HazardChange>& changes);
 
 /// "fetch-queue-mismatch in the recompute of 'adapter' at trace step 6 ..." (one line).
 std::string outcome_summary(const model::Scenario& scenario, const sim::Outcome& outcome);
