@@ -90,15 +90,7 @@ constexpr std::array kFp16Keys = {
 };
 constexpr std::array kBf16Keys = {"enabled"sv, "immediate_grad_update"sv, "check_grad_overflow"sv};
 
-// One integer or boolean field of zero_optimization. DeepSpeed's pydantic config also
-// accepts the field name for the stage3_ aliases (populate_by_name), so both spellings are rows.
-struct ZeroKey {
-  std::string_view key;
-  int64_t ZeroConfig::*int_field = nullptr;
-  bool ZeroConfig::*bool_field = nullptr;
-  int64_t min = 0;
-};
-
+// Both spellings of each field are rows (see ZeroKey).
 constexpr std::array kZeroKeys = {
     ZeroKey{"stage3_prefetch_bucket_size", &ZeroConfig::prefetch_bucket_size},
     ZeroKey{"prefetch_bucket_size", &ZeroConfig::prefetch_bucket_size},
@@ -130,6 +122,14 @@ constexpr std::array kZeroKeys = {
     ZeroKey{"override_module_apply", nullptr, &ZeroConfig::override_module_apply},
     ZeroKey{"allgather_bucket_size", &ZeroConfig::allgather_bucket_size},
 };
+
+}  // namespace
+
+std::span<const ZeroKey> zero_config_keys() {
+  return kZeroKeys;
+}
+
+namespace {
 
 // zero_optimization keys with their own reader below.
 constexpr std::array kZeroBlockKeys = {"stage"sv, "offload_param"sv, "leaf_module"sv, "zenflow"sv};

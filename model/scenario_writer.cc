@@ -1,0 +1,433 @@
+// Scenario -> YAML: the inverse of the loader, for generated and shrunk scenarios.
+#include "model/scenario_writer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string_view>
+#include <vector>
+
+#include "model/ds_config_parse.h"
+
+namespace zfetch::model {
+namespace {
+
+// A plain identifier stays bare; anything else (digits first, YAML words such as `true` or
+// `null`, punctuation, the empty string) is double-quoted with JSON escapes, which YAML reads.
+bool is_plain(std::string_view text) {
+  if (text.empty() || text == "true" || text == "false" || text == "null" || text == "yes" ||
+      text == "no" || text == "on" || text == "off" || text == "y" || text == "n") {
+    return false;
+  }
+  const char first = text.front();
+  if (!((first >= 'a' && first <= 'z') || (first >= 'A' && first <= 'Z') || first == '_')) {
+    return false;
+  }
+  for (char c : text) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-';
+    if (!ok) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string scalar(std::string_view text) {
+  if (is_plain(text)) {
+    return std::string(text);
+  }
+  std::string out = "\"";
+  for (char c : text) {
+    switch (c) {
+    case '"':
+      out += "\\\"";
+      break;
+    case '\\':
+      out += "\\\\";
+      break;
+    case '\n':
+      out += "\\n";
+      break;
+    case '\t':
+      out += "\\t";
+      break;
+    case '\r':
+      out += "\\r";
+      break;
+    default:
+      if (static_cast<unsigned char>(c) < 0x20) {
+        out += fmt::format("\\x{:02x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
+      } else {
+        out += c;
+      }
+    }
+  }
+  out += '"';
+  return out;
+}
+
+std::string int_list(const std::vector<int64_t>& values) {
+  return fmt::format("[{}]", fmt::join(values, ", "));
+}
+
+std::string string_list(const std::vector<std::string>& values) {
+  std::vector<std::string> quoted;
+  quoted.reserve(values.size());
+  for (const std::string& value : values) {
+    quoted.push_back(scalar(value));
+  }
+  return fmt::format("[{}]", fmt::join(quoted, ", "));
+}
+
+std::string_view dtype_name(DType dtype) {
+  switch (dtype) {
+  case DType::Fp32:
+    return "fp32";
+  case DType::Bf16:
+    return "bf16";
+  case DType::Fp16:
+    return "fp16";
+  }
+  return "fp32";
+}
+
+std::string_view offload_name(OffloadDevice device) {
+  switch (device) {
+  case OffloadDevice::None:
+    return "none";
+  case OffloadDevice::Cpu:
+    return "cpu";
+  case OffloadDevice::Nvme:
+    return "nvme";
+  }
+  return "none";
+}
+
+class Writer {
+ public:
+  explicit Writer(const Scenario& scenario) : s_(scenario) {}
+
+  std::string write() {
+    line(0, fmt::format("name: {}", scalar(s_.name)));
+    if (!s_.source.empty()) {
+      line(0, fmt::format("source: {}", scalar(s_.source)));
+    }
+    if (s_.world_size != 1) {
+      line(0, fmt::format("world_size: {}", s_.world_size));
+    }
+    if (s_.input_requires_grad) {
+      line(0, "input_requires_grad: true");
+    }
+    if (s_.zenflow && !s_.config.zero.zenflow) {
+      line(0, "zenflow: true");
+    }
+    write_config();
+    write_timing();
+    line(0, "model:");
+    write_module(0, 1);
+    write_schedule();
+    write_expectations();
+    return std::move(out_);
+  }
+
+ private:
+  void line(int indent, std::string_view text) {
+    out_.append(static_cast<size_t>(indent) * 2, ' ');
+    out_ += text;
+    out_ += '\n';
+  }
+
+  void write_config() {
+    const DeepSpeedConfig defaults;
+    const DeepSpeedConfig& c = s_.config;
+    line(0, "deepspeed:");
+    if (c.train_micro_batch_size_per_gpu != defaults.train_micro_batch_size_per_gpu) {
+      line(1, fmt::format("train_micro_batch_size_per_gpu: {}", c.train_micro_batch_size_per_gpu));
+    }
+    if (c.gradient_accumulation_steps != defaults.gradient_accumulation_steps) {
+      line(1, fmt::format("gradient_accumulation_steps: {}", c.gradient_accumulation_steps));
+    }
+    if (c.fp16) {
+      line(1, "fp16: {enabled: true}");
+    }
+    if (c.bf16) {
+      line(1, "bf16: {enabled: true}");
+    }
+    line(1, "zero_optimization:");
+    line(2, fmt::format("stage: {}", c.zero.stage));
+    // One spelling per field: the first row of each (the stage3_ name where there is one).
+    std::vector<const void*> written;
+    for (const detail::ZeroKey& row : detail::zero_config_keys()) {
+      if (row.int_field != nullptr) {
+        const void* field = &(c.zero.*row.int_field);
+        if (std::find(written.begin(), written.end(), field) != written.end()) {
+          continue;
+        }
+        written.push_back(field);
+        if (c.zero.*row.int_field != defaults.zero.*row.int_field) {
+          line(2, fmt::format("{}: {}", row.key, c.zero.*row.int_field));
+        }
+      } else if (row.bool_field != nullptr) {
+        const void* field = &(c.zero.*row.bool_field);
+        if (std::find(written.begin(), written.end(), field) != written.end()) {
+          continue;
+        }
+        written.push_back(field);
+        if (c.zero.*row.bool_field != defaults.zero.*row.bool_field) {
+          line(2, fmt::format("{}: {}", row.key, c.zero.*row.bool_field));
+        }
+      }
+    }
+    if (c.zero.offload_param_set) {
+      const OffloadParamConfig& o = c.zero.offload_param;
+      const OffloadParamConfig d;
+      std::string text = fmt::format("offload_param: {{device: {}", offload_name(o.device));
+      if (o.nvme_path != d.nvme_path) {
+        text += fmt::format(", nvme_path: {}", scalar(o.nvme_path));
+      }
+      if (o.buffer_count != d.buffer_count) {
+        text += fmt::format(", buffer_count: {}", o.buffer_count);
+      }
+      if (o.buffer_size != d.buffer_size) {
+        text += fmt::format(", buffer_size: {}", o.buffer_size);
+      }
+      if (o.max_in_cpu != d.max_in_cpu) {
+        text += fmt::format(", max_in_cpu: {}", o.max_in_cpu);
+      }
+      if (o.pin_memory != d.pin_memory) {
+        text += fmt::format(", pin_memory: {}", o.pin_memory);
+      }
+      line(2, text + "}");
+    }
+    const LeafModuleConfig& leaf = c.zero.leaf_module;
+    if (!leaf.classes.empty() || !leaf.names.empty() || !leaf.name_suffixes.empty()) {
+      std::vector<std::string> parts;
+      if (!leaf.classes.empty()) {
+        parts.push_back("classes: " + string_list(leaf.classes));
+      }
+      if (!leaf.names.empty()) {
+        parts.push_back("names: " + string_list(leaf.names));
+      }
+      if (!leaf.name_suffixes.empty()) {
+        parts.push_back("name_suffixes: " + string_list(leaf.name_suffixes));
+      }
+      line(2, fmt::format("leaf_module: {{{}}}", fmt::join(parts, ", ")));
+    }
+    if (c.zero.zenflow) {
+      line(2, "zenflow: {}");
+    }
+  }
+
+  void write_timing() {
+    const TimingSpec& t = s_.timing;
+    if (t.tokens_per_micro_batch == 0 && t.calibration.empty()) {
+      return;
+    }
+    std::vector<std::string> parts;
+    if (t.tokens_per_micro_batch != 0) {
+      parts.push_back(fmt::format("tokens_per_micro_batch: {}", t.tokens_per_micro_batch));
+    }
+    if (!t.calibration.empty()) {
+      parts.push_back(fmt::format("calibration: {}", scalar(t.calibration)));
+    }
+    line(0, fmt::format("timing: {{{}}}", fmt::join(parts, ", ")));
+  }
+
+  // The path from module `from` to the module or param named `qualified`: relative when it
+  // lies below `from`, otherwise from the root with a leading '/' (params only).
+  std::string relative_path(ModuleIndex from, const std::string& qualified, bool allow_root) const {
+    const std::string& prefix = s_.modules[from].qualified_name;
+    if (prefix.empty()) {
+      return qualified;
+    }
+    if (qualified.size() > prefix.size() && qualified.compare(0, prefix.size(), prefix) == 0 &&
+        qualified[prefix.size()] == '.') {
+      return qualified.substr(prefix.size() + 1);
+    }
+    return allow_root ? "/" + qualified : qualified;
+  }
+
+  void write_module(ModuleIndex index, int indent) {
+    const ModuleSpec& m = s_.modules[index];
+    line(indent, fmt::format("name: {}", scalar(m.name)));
+    if (!m.class_name.empty()) {
+      line(indent, fmt::format("class: {}", scalar(m.class_name)));
+    }
+    if (m.leaf) {
+      line(indent, "leaf: true");
+    }
+    if (m.outputs != 1) {
+      line(indent, fmt::format("outputs: {}", m.outputs));
+    }
+    if (m.compute_us >= 0) {
+      line(indent, fmt::format("compute_us: {}", m.compute_us));
+    }
+    if (!m.params.empty()) {
+      line(indent, "params:");
+      for (ParamIndex p : m.params) {
+        write_param(s_.params[p], indent + 1);
+      }
+    }
+    if (m.has_forward) {
+      line(indent, "forward:");
+      write_ops(index, m.forward, indent + 1);
+    }
+    if (!m.children.empty()) {
+      line(indent, "children:");
+      for (ModuleIndex child : m.children) {
+        // The first key of a list item shares the dash's line.
+        out_.append(static_cast<size_t>(indent + 1) * 2, ' ');
+        out_ += "- ";
+        const size_t mark = out_.size();
+        write_module(child, indent + 2);
+        out_.erase(mark, static_cast<size_t>(indent + 2) * 2);
+      }
+    }
+  }
+
+  void write_param(const ParamSpec& p, int indent) {
+    std::vector<std::string> parts;
+    parts.push_back(fmt::format("shape: {}", int_list(p.shape)));
+    if (p.dtype != DType::Fp32) {
+      parts.push_back(fmt::format("dtype: {}", dtype_name(p.dtype)));
+    }
+    if (p.frozen) {
+      parts.push_back("frozen: true");
+    }
+    if (p.tied_to != kNone) {
+      parts.push_back(fmt::format("tied_to: {}", scalar(s_.params[p.tied_to].qualified_name)));
+    }
+    line(indent, fmt::format("{}: {{{}}}", scalar(p.name), fmt::join(parts, ", ")));
+  }
+
+  static std::string condition(const Condition& when) {
+    std::vector<std::string> parts;
+    if (!when.steps.empty()) {
+      parts.push_back("step: " + int_list(when.steps));
+    }
+    if (!when.micro_steps.empty()) {
+      parts.push_back("micro_step: " + int_list(when.micro_steps));
+    }
+    if (!when.ranks.empty()) {
+      parts.push_back("rank: " + int_list(when.ranks));
+    }
+    if (!when.engines.empty()) {
+      parts.push_back("engine: " + int_list(when.engines));
+    }
+    if (when.phase != Condition::Phase::Any) {
+      parts.push_back(when.phase == Condition::Phase::Train ? "phase: train" : "phase: eval");
+    }
+    return fmt::format("{{{}}}", fmt::join(parts, ", "));
+  }
+
+  void write_ops(ModuleIndex module, const std::vector<Op>& ops, int indent) {
+    for (const Op& op : ops) {
+      std::string head;
+      switch (op.kind) {
+      case Op::Kind::Call:
+        head = "call: " +
+               scalar(relative_path(module, s_.modules[op.callee].qualified_name, false));
+        break;
+      case Op::Kind::Access:
+        head =
+            "access: " + scalar(relative_path(module, s_.params[op.param].qualified_name, true));
+        break;
+      case Op::Kind::Return:
+        head =
+            "returns: " + scalar(relative_path(module, s_.params[op.param].qualified_name, true));
+        break;
+      case Op::Kind::Checkpoint:
+        head = fmt::format("checkpoint: {{reentrant: {}}}", op.reentrant);
+        break;
+      case Op::Kind::Repeat:
+        head = fmt::format("repeat: {}", op.count);
+        break;
+      }
+      line(indent, "- " + head);
+      if (op.kind == Op::Kind::Access && op.access == AccessKind::Metadata) {
+        line(indent + 1, "kind: metadata");
+      }
+      if (!op.when.always()) {
+        line(indent + 1, "when: " + condition(op.when));
+      }
+      if (op.kind == Op::Kind::Checkpoint || op.kind == Op::Kind::Repeat) {
+        line(indent + 1, "body:");
+        write_ops(module, op.body, indent + 2);
+      }
+    }
+  }
+
+  void write_schedule() {
+    line(0, "schedule:");
+    for (const ScheduleItem& item : s_.schedule) {
+      switch (item.kind) {
+      case ScheduleItem::Kind::Train:
+        if (item.overflow_steps.empty()) {
+          line(1, fmt::format("- train: {{steps: {}}}", item.steps));
+        } else {
+          line(1, fmt::format("- train: {{steps: {}, overflow: {}}}", item.steps,
+                              int_list(item.overflow_steps)));
+        }
+        break;
+      case ScheduleItem::Kind::Eval:
+        line(1, fmt::format("- eval: {{passes: {}}}", item.steps));
+        break;
+      case ScheduleItem::Kind::SaveCheckpoint:
+        line(1, "- save_checkpoint: " + scalar(item.tag));
+        break;
+      case ScheduleItem::Kind::LoadCheckpoint:
+        line(1, "- load_checkpoint: " + scalar(item.tag));
+        break;
+      case ScheduleItem::Kind::Restart:
+        line(1, item.reuse_model ? "- restart: {reuse_model: true}" : "- restart");
+        break;
+      case ScheduleItem::Kind::EmptyPartitionCache:
+        line(1, "- empty_partition_cache");
+        break;
+      }
+    }
+  }
+
+  void write_expectations() {
+    if (s_.expectations.empty()) {
+      return;
+    }
+    line(0, "expect:");
+    for (const PolicyExpectation& pe : s_.expectations) {
+      const Expectation& e = pe.expect;
+      std::vector<std::string> parts;
+      parts.push_back("outcome: " + scalar(e.outcome));
+      if (e.phase) {
+        parts.push_back("phase: " + scalar(*e.phase));
+      }
+      if (e.module) {
+        parts.push_back("module: " + scalar(*e.module));
+      }
+      if (e.step) {
+        parts.push_back(fmt::format("step: {}", *e.step));
+      }
+      if (e.micro_step) {
+        parts.push_back(fmt::format("micro_step: {}", *e.micro_step));
+      }
+      if (e.engine) {
+        parts.push_back(fmt::format("engine: {}", *e.engine));
+      }
+      if (e.invalidations) {
+        parts.push_back(fmt::format("invalidations: {}", *e.invalidations));
+      }
+      line(1, fmt::format("{}: {{{}}}", pe.policy, fmt::join(parts, ", ")));
+    }
+  }
+
+  const Scenario& s_;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string write_scenario_yaml(const Scenario& scenario) {
+  return Writer(scenario).write();
+}
+
+}  // namespace zfetch::model

@@ -1,0 +1,160 @@
+// InvariantChecker: residency replayed from events, checked at every transition and compute.
+#include "sim/explore/invariants.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "model/leaves.h"
+#include "model/persistence.h"
+#include "trace/names.h"
+
+namespace zfetch::sim {
+
+using trace::EventKind;
+using trace::Phase;
+using trace::Status;
+
+InvariantChecker::InvariantChecker(const model::Scenario& scenario) : scenario_(scenario) {
+  const size_t nm = scenario.modules.size();
+  canonical_.resize(scenario.params.size());
+  for (model::ParamIndex p = 0; p < scenario.params.size(); ++p) {
+    canonical_[p] = model::canonical(scenario, p);
+  }
+  // The fetch list's own part as the process builds it (semantics 2.1): a z3 leaf fetches its
+  // whole subtree, any other module its direct params; tied params count once.
+  const std::vector<uint8_t> leaves = model::z3_leaf_modules(scenario);
+  std::vector<std::vector<model::ParamIndex>> direct(nm);
+  std::vector<std::vector<model::ParamIndex>> recursive(nm);
+  const auto add = [](std::vector<model::ParamIndex>& list, model::ParamIndex p) {
+    if (std::find(list.begin(), list.end(), p) == list.end()) {
+      list.push_back(p);
+    }
+  };
+  for (size_t i = nm; i-- > 0;) {  // pre-order: children come after their parent
+    for (model::ParamIndex p : scenario.modules[i].params) {
+      add(direct[i], canonical_[p]);
+    }
+    recursive[i] = direct[i];
+    for (model::ModuleIndex child : scenario.modules[i].children) {
+      for (model::ParamIndex p : recursive[child]) {
+        add(recursive[i], p);
+      }
+    }
+  }
+  fetch_list_.resize(nm);
+  for (size_t i = 0; i < nm; ++i) {
+    fetch_list_[i] = leaves[i] ? recursive[i] : direct[i];
+  }
+  reset();
+}
+
+void InvariantChecker::reset() {
+  residency_.assign(scenario_.params.size(), Residency::Unknown);
+  open_forwards_.assign(scenario_.modules.size(), 0);
+}
+
+void InvariantChecker::fail(const trace::Event& e, std::string_view what) {
+  if (violation_.empty()) {
+    violation_ = fmt::format("event #{} ({} of '{}' '{}', rank {}, engine {}, micro-step {}): {}",
+                             e.seq, trace::format_as(e.kind), e.module, e.param, e.rank, e.engine,
+                             e.micro_step, what);
+  }
+}
+
+void InvariantChecker::on_event(const trace::Event& e) {
+  if (e.rank != rank_ || e.kind == EventKind::EngineInit) {
+    rank_ = e.rank;
+    reset();
+  }
+  const uint32_t p = e.param_index;
+  const bool has_param = p != trace::Event::kNoIndex && p < residency_.size();
+  Residency* r = has_param ? &residency_[canonical_[p]] : nullptr;
+  switch (e.kind) {
+  case EventKind::Gather:
+  case EventKind::Prefetch:
+    if (r != nullptr) {
+      if (*r == Residency::Inflight || *r == Residency::Available) {
+        fail(e, "a gather started on a parameter that is not NOT_AVAILABLE");
+      }
+      *r = Residency::Inflight;
+    }
+    break;
+  case EventKind::GetterGather:
+  case EventKind::PersistentGather:
+    if (r != nullptr) {
+      if (*r == Residency::Inflight || *r == Residency::Available) {
+        fail(e, "a synchronous gather of a parameter that is not NOT_AVAILABLE");
+      }
+      *r = Residency::Available;
+    }
+    break;
+  case EventKind::Wait:
+    if (r != nullptr) {
+      if (*r == Residency::NotAvailable || *r == Residency::Available) {
+        fail(e, "a wait on a parameter that is not INFLIGHT");
+      }
+      *r = Residency::Available;
+    }
+    break;
+  case EventKind::Release:
+    if (r != nullptr) {
+      for (model::ModuleIndex m = 0; m < open_forwards_.size(); ++m) {
+        const auto& list = fetch_list_[m];
+        if (open_forwards_[m] > 0 && m != e.module_index &&
+            std::find(list.begin(), list.end(), canonical_[p]) != list.end()) {
+          fail(e, fmt::format("released while '{}', which uses it, is still in its forward",
+                              scenario_.modules[m].qualified_name));
+        }
+      }
+      *r = Residency::NotAvailable;
+    }
+    break;
+  case EventKind::PartitionAll:
+    if (r != nullptr) {
+      *r = Residency::NotAvailable;
+    }
+    break;
+  case EventKind::Access:
+    if (r != nullptr && *r != Residency::Unknown) {
+      const Status implied = *r == Residency::Available ? Status::Available
+                             : *r == Residency::Inflight ? Status::Inflight
+                                                         : Status::NotAvailable;
+      if (implied != e.status) {
+        fail(e, "the access reports a residency the events before it do not imply");
+      }
+    }
+    break;
+  case EventKind::ModulePre:
+    if (e.module_index < open_forwards_.size() &&
+        (e.phase == Phase::Fwd || e.phase == Phase::Eval)) {
+      ++open_forwards_[e.module_index];
+    }
+    break;
+  case EventKind::ModulePost:
+    if (e.module_index < open_forwards_.size() &&
+        (e.phase == Phase::Fwd || e.phase == Phase::Eval) && open_forwards_[e.module_index] > 0) {
+      --open_forwards_[e.module_index];
+    }
+    break;
+  case EventKind::PassStart:
+    std::fill(open_forwards_.begin(), open_forwards_.end(), 0);
+    break;
+  case EventKind::Compute:
+    if (e.module_index < fetch_list_.size() && !scenario_.zenflow) {
+      for (model::ParamIndex q : fetch_list_[e.module_index]) {
+        const Residency now = residency_[q];
+        if (now == Residency::NotAvailable || now == Residency::Inflight) {
+          fail(e, fmt::format("computes with '{}' while it is {}", scenario_.params[q].qualified_name,
+                              now == Residency::Inflight ? "INFLIGHT" : "NOT_AVAILABLE"));
+          break;
+        }
+      }
+    }
+    break;
+  default:
+    break;
+  }
+}
+
+}  // namespace zfetch::sim
