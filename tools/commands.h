@@ -27,5 +27,6 @@ void setup_run(CLI::App& sub, std::function<int()>& action);
 void setup_check(CLI::App& sub, std::function<int()>& action);
 void setup_sweep(CLI::App& sub, std::function<int()>& action);
 void setup_diff(CLI::App& sub, std::function<int()>& action);
+void setup_fuzz(CLI::App& sub, std::function<int()>& action);
 
 }  // namespace zfetch::tools

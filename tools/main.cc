@@ -23,6 +23,8 @@ constexpr Command kCommands[] = {
      zfetch::tools::setup_sweep},
     {"diff", "compare a recorded trace with an expected trace or order file",
      zfetch::tools::setup_diff},
+    {"fuzz", "check generated scenarios against the oracles; shrink failures",
+     zfetch::tools::setup_fuzz},
     {"graph", "print the module tree as Graphviz DOT", zfetch::tools::setup_graph},
     {"validate", "load scenarios or traces and report every problem",
      zfetch::tools::setup_validate},

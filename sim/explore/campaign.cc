@@ -81,7 +81,10 @@ CampaignResult run_campaign(const CampaignOptions& options,
       for (uint64_t j = begin; j < end; ++j) {
         const uint64_t index = options.shard + shards * j;
         const model::Scenario scenario = generate_scenario(options.seed, index, options.profile);
-        const Verdict verdict = check_scenario(scenario, options.oracles);
+        OracleOptions oracles = options.oracles;
+        oracles.round_trip =
+            options.round_trip_every != 0 && index % options.round_trip_every == 0;
+        const Verdict verdict = check_scenario(scenario, oracles);
         ++local.scenarios;
         for (size_t p = 0; p < 2; ++p) {
           ++local.classes[p][static_cast<size_t>(verdict.runs[p].failure_class)];

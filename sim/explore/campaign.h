@@ -22,6 +22,9 @@ struct CampaignOptions {
   unsigned jobs = 1;  ///< worker threads; the tallies do not depend on it
   GeneratorProfile profile = GeneratorProfile::Full;
   OracleOptions oracles;
+  /// Oracle 5 (YAML and trace round trips, three quarters of the cost of a check) runs on the
+  /// scenarios whose index is a multiple of this; 1: every scenario, 0: none.
+  uint64_t round_trip_every = 16;
   size_t findings_per_oracle = 8;  ///< the lowest-index violations kept for each oracle
 };
 

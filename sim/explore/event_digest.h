@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string_view>
 
 #include "trace/event.h"
@@ -9,7 +10,7 @@
 
 namespace zfetch::sim {
 
-/// FNV-1a (64-bit) over every field a trace file holds, event by event, in order: two runs
+/// A 64-bit hash over every field a trace file holds, event by event, in order: two runs
 /// with the same digest wrote the same events (up to a 2^-64 collision). The in-memory
 /// indices are not part of it, so a trace read back from a file digests the same.
 class EventDigest final : public trace::EventSink {
@@ -39,19 +40,24 @@ class EventDigest final : public trace::EventSink {
   [[nodiscard]] uint64_t events() const { return events_; }
 
  private:
-  void byte(uint8_t b) {
-    hash_ ^= b;
-    hash_ *= 0x100000001b3ULL;
-  }
+  // One multiply-xorshift round per 64-bit word (the fields are words; names go 8 bytes at a
+  // time): hashing byte by byte was three quarters of a fuzz campaign's time.
   void add(uint64_t v) {
-    for (int i = 0; i < 8; ++i) {
-      byte(static_cast<uint8_t>(v >> (8 * i)));
-    }
+    hash_ = (hash_ ^ v) * 0x9e3779b97f4a7c15ULL;
+    hash_ ^= hash_ >> 29;
   }
   void add(std::string_view text) {
     add(static_cast<uint64_t>(text.size()));
-    for (char c : text) {
-      byte(static_cast<uint8_t>(c));
+    size_t i = 0;
+    for (; i + 8 <= text.size(); i += 8) {
+      uint64_t word = 0;
+      std::memcpy(&word, text.data() + i, 8);
+      add(word);
+    }
+    if (i < text.size()) {
+      uint64_t tail = 0;
+      std::memcpy(&tail, text.data() + i, text.size() - i);
+      add(tail);
     }
   }
 

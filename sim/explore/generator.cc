@@ -154,7 +154,7 @@ class Generator {
     if (s_.params.size() < 2 || !rng_.chance(10)) {
       return;
     }
-    const auto alias = static_cast<ParamIndex>(rng_.uniform(1, s_.params.size() - 1));
+    const auto alias = static_cast<ParamIndex>(rng_.uniform(1, static_cast<int64_t>(s_.params.size()) - 1));
     const auto target = static_cast<ParamIndex>(rng_.uniform(0, alias - 1));
     if (s_.params[target].tied_to != kNone || s_.params[target].owner == s_.params[alias].owner) {
       return;
@@ -214,9 +214,9 @@ class Generator {
     Op op;
     op.kind = Op::Kind::Access;
     // Prefer another module's param: those are the external accesses that ZeRO-3 discovers.
-    ParamIndex p = candidates[static_cast<size_t>(rng_.uniform(0, candidates.size() - 1))];
+    ParamIndex p = candidates[static_cast<size_t>(rng_.uniform(0, static_cast<int64_t>(candidates.size()) - 1))];
     if (s_.params[p].owner == m && rng_.chance(60)) {
-      p = candidates[static_cast<size_t>(rng_.uniform(0, candidates.size() - 1))];
+      p = candidates[static_cast<size_t>(rng_.uniform(0, static_cast<int64_t>(candidates.size()) - 1))];
     }
     op.param = p;
     op.access = rng_.chance(55) ? AccessKind::Data : AccessKind::Metadata;

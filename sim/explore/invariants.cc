@@ -15,14 +15,8 @@ using trace::EventKind;
 using trace::Phase;
 using trace::Status;
 
-InvariantChecker::InvariantChecker(const model::Scenario& scenario) : scenario_(scenario) {
+std::vector<std::vector<model::ParamIndex>> own_fetch_lists(const model::Scenario& scenario) {
   const size_t nm = scenario.modules.size();
-  canonical_.resize(scenario.params.size());
-  for (model::ParamIndex p = 0; p < scenario.params.size(); ++p) {
-    canonical_[p] = model::canonical(scenario, p);
-  }
-  // The fetch list's own part as the process builds it (semantics 2.1): a z3 leaf fetches its
-  // whole subtree, any other module its direct params; tied params count once.
   const std::vector<uint8_t> leaves = model::z3_leaf_modules(scenario);
   std::vector<std::vector<model::ParamIndex>> direct(nm);
   std::vector<std::vector<model::ParamIndex>> recursive(nm);
@@ -33,7 +27,7 @@ InvariantChecker::InvariantChecker(const model::Scenario& scenario) : scenario_(
   };
   for (size_t i = nm; i-- > 0;) {  // pre-order: children come after their parent
     for (model::ParamIndex p : scenario.modules[i].params) {
-      add(direct[i], canonical_[p]);
+      add(direct[i], model::canonical(scenario, p));
     }
     recursive[i] = direct[i];
     for (model::ModuleIndex child : scenario.modules[i].children) {
@@ -42,15 +36,26 @@ InvariantChecker::InvariantChecker(const model::Scenario& scenario) : scenario_(
       }
     }
   }
-  fetch_list_.resize(nm);
   for (size_t i = 0; i < nm; ++i) {
-    fetch_list_[i] = leaves[i] ? recursive[i] : direct[i];
+    if (leaves[i]) {
+      direct[i] = std::move(recursive[i]);
+    }
+  }
+  return direct;
+}
+
+InvariantChecker::InvariantChecker(const model::Scenario& scenario)
+    : scenario_(scenario), fetch_list_(own_fetch_lists(scenario)) {
+  canonical_.resize(scenario.params.size());
+  for (model::ParamIndex p = 0; p < scenario.params.size(); ++p) {
+    canonical_[p] = model::canonical(scenario, p);
   }
   reset();
 }
 
 void InvariantChecker::reset() {
   residency_.assign(scenario_.params.size(), Residency::Unknown);
+  group_.assign(scenario_.params.size(), -1);
   open_forwards_.assign(scenario_.modules.size(), 0);
 }
 
@@ -78,6 +83,7 @@ void InvariantChecker::on_event(const trace::Event& e) {
         fail(e, "a gather started on a parameter that is not NOT_AVAILABLE");
       }
       *r = Residency::Inflight;
+      group_[canonical_[p]] = e.group;
     }
     break;
   case EventKind::GetterGather:
@@ -90,11 +96,18 @@ void InvariantChecker::on_event(const trace::Event& e) {
     }
     break;
   case EventKind::Wait:
+    // One handle completes its whole coalesced gather; a later wait on another param of the
+    // same gather finds it AVAILABLE already.
     if (r != nullptr) {
-      if (*r == Residency::NotAvailable || *r == Residency::Available) {
-        fail(e, "a wait on a parameter that is not INFLIGHT");
+      if (*r == Residency::NotAvailable) {
+        fail(e, "a wait on a parameter that is NOT_AVAILABLE");
       }
       *r = Residency::Available;
+      for (size_t q = 0; q < residency_.size(); ++q) {
+        if (residency_[q] == Residency::Inflight && group_[q] == e.group) {
+          residency_[q] = Residency::Available;
+        }
+      }
     }
     break;
   case EventKind::Release:
@@ -125,7 +138,7 @@ void InvariantChecker::on_event(const trace::Event& e) {
       }
     }
     break;
-  case EventKind::ModulePre:
+  case EventKind::Fetch:  // a module holds its params from its fetch on (the consumers set)
     if (e.module_index < open_forwards_.size() &&
         (e.phase == Phase::Fwd || e.phase == Phase::Eval)) {
       ++open_forwards_[e.module_index];

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <utility>
 
 #include "model/load.h"
+#include "model/persistence.h"
 #include "model/scenario_writer.h"
 #include "sim/explore/event_digest.h"
 #include "sim/explore/invariants.h"
@@ -52,30 +54,73 @@ FailureClass class_of(OutcomeKind kind) {
 
 // The external accesses of one run: a getter read, in an eager forward, of a param that the
 // reading module does not own. `resident` counts those that found the param AVAILABLE or
-// INFLIGHT (oracle 3's premise); `undiscovered` the first of them that never got registered as
-// an external of the reader (oracle 6).
+// INFLIGHT (oracle 3's premise). `undiscovered` is the first resident one that was never
+// registered as an external of the reader while no module in its forward had the param in its
+// own fetch list: its residency came from timing or persistence, not from a fetch that holds it
+// (oracle 6). A param an ancestor fetched stays available until that ancestor's post-hook.
 class ExternalAccessScan final : public trace::EventSink {
  public:
-  explicit ExternalAccessScan(const model::Scenario& scenario) : scenario_(scenario) {}
+  explicit ExternalAccessScan(const model::Scenario& scenario)
+      : scenario_(scenario),
+        fetch_lists_(own_fetch_lists(scenario)),
+        open_(scenario.modules.size(), 0),
+        tied_(scenario.params.size(), 0) {
+    for (const model::ParamSpec& p : scenario.params) {
+      if (p.tied_to != model::kNone) {
+        tied_[model::canonical(scenario, p.tied_to)] = 1;
+      }
+    }
+  }
 
   void on_event(const trace::Event& e) override {
-    if (e.kind == EventKind::RegisterExternal) {
+    const bool forward = e.phase == trace::Phase::Fwd || e.phase == trace::Phase::Eval;
+    switch (e.kind) {
+    case EventKind::RegisterExternal:
       registered_.emplace_back(e.module_index, e.param_index);
       return;
-    }
-    if (e.kind != EventKind::Access || e.module_index == trace::Event::kNoIndex ||
-        e.param_index == trace::Event::kNoIndex) {
+    case EventKind::PassStart:
+    case EventKind::EngineInit:
+      std::fill(open_.begin(), open_.end(), 0);
+      return;
+    case EventKind::ModulePre:
+      if (forward && e.module_index < open_.size()) {
+        ++open_[e.module_index];
+      }
+      return;
+    case EventKind::ModulePost:
+      if (forward && e.module_index < open_.size() && open_[e.module_index] > 0) {
+        --open_[e.module_index];
+      }
+      return;
+    case EventKind::Access:
+      break;
+    default:
       return;
     }
-    if (scenario_.params[e.param_index].owner == e.module_index) {
+    if (e.module_index == trace::Event::kNoIndex || e.param_index == trace::Event::kNoIndex) {
       return;
     }
     if (e.status != Status::Available && e.status != Status::Inflight) {
       return;
     }
+    // The getter judges by the name it was read through, which the event does not keep (it
+    // names the tied group's canonical param): any read of a tied param may count as external.
+    const bool tied = tied_[e.param_index] != 0;
+    if (scenario_.params[e.param_index].owner == e.module_index && !tied) {
+      return;
+    }
     ++resident_;
-    if (e.phase != trace::Phase::Fwd && e.phase != trace::Phase::Eval) {
+    if (scenario_.params[e.param_index].owner == e.module_index) {
+      return;
+    }
+    if (!forward) {
       return;  // a recompute is no eager forward: neither policy discovers there (2.12)
+    }
+    for (model::ModuleIndex m = 0; m < open_.size(); ++m) {
+      const auto& list = fetch_lists_[m];
+      if (open_[m] > 0 && std::find(list.begin(), list.end(), e.param_index) != list.end()) {
+        return;  // held by a module that is still in its forward
+      }
     }
     pending_.push_back({e.module_index, e.param_index, e.status, e.engine, e.micro_step});
   }
@@ -110,6 +155,9 @@ class ExternalAccessScan final : public trace::EventSink {
     int32_t micro_step;
   };
   const model::Scenario& scenario_;
+  std::vector<std::vector<model::ParamIndex>> fetch_lists_;
+  std::vector<int32_t> open_;
+  std::vector<uint8_t> tied_;  ///< per canonical param: it has aliases
   uint64_t resident_ = 0;
   std::vector<Pending> pending_;
   std::vector<std::pair<uint32_t, uint32_t>> registered_;
@@ -207,7 +255,8 @@ std::string trace_round_trip(const model::Scenario& scenario, Discovery discover
   return {};
 }
 
-// Oracle 6: the first config change that turns the hazard into a failure under resident-skip.
+// Oracle 6: the first config change that turns the hazard into a failure under resident-skip,
+// or "" when none of them does (then the access is not reported).
 std::string failing_change(const model::Scenario& scenario) {
   struct Change {
     const char* what;
@@ -239,7 +288,7 @@ std::string failing_change(const model::Scenario& scenario) {
       return fmt::format("with {} it ends in {}", change.what, format_as(kind));
     }
   }
-  return "none of prefetch off, no persistence, reuse distance 0 makes it fail";
+  return {};
 }
 
 bool conditions_name_step_or_rank(const std::vector<model::Op>& ops) {
@@ -341,9 +390,12 @@ Verdict check_scenario(const model::Scenario& scenario, const OracleOptions& opt
   PolicyRun& run = verdict.runs[static_cast<size_t>(p)];
   if ((run.outcome == OutcomeKind::Pass || run.outcome == OutcomeKind::TraceInvalidated) &&
       !tested.undiscovered.empty()) {
-    run.failure_class = FailureClass::Hazard;
-    run.hazard = tested.undiscovered + "; " + failing_change(scenario);
-    add(Oracle::LatentHazard, p, run.hazard);
+    const std::string change = failing_change(scenario);
+    if (!change.empty()) {
+      run.failure_class = FailureClass::Hazard;
+      run.hazard = tested.undiscovered + "; " + change;
+      add(Oracle::LatentHazard, p, run.hazard);
+    }
   }
   return verdict;
 }
