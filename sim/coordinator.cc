@@ -207,24 +207,6 @@ void Coordinator::gather(std::span<const ParamIndex> ps, EventKind kind) {
   }
 }
 
-bool Coordinator::in_registry(ParamIndex p) const {
-  // A group id alone does not say whose it is: a re-used model's backward hooks call the old
-  // engine's coordinator (2.3), whose ids overlap this one's; so look for the param itself.
-  const int64_t group = params_.inflight_group[p];
-  if (group < first_group_ || group >= next_group_) {
-    return false;
-  }
-  const auto index = static_cast<size_t>(group - first_group_);
-  const size_t end =
-      index + 1 < group_begin_.size() ? group_begin_[index + 1] : inflight_params_.size();
-  for (size_t i = group_begin_[index]; i < end; ++i) {
-    if (inflight_params_[i] == p) {
-      return true;
-    }
-  }
-  return false;
-}
-
 void Coordinator::wait(ParamIndex p, bool emit_event) {
   const int64_t group = params_.inflight_group[p];
   params_.inflight_group[p] = -1;
@@ -273,7 +255,7 @@ void Coordinator::clean_inflight_registry() {
   // as the fetch loop and partition-all do: no wait event (what real DeepSpeed traces show,
   // scenarios/validation/v18_trace_change), then releases the param.
   for (ParamIndex p : inflight_params_) {
-    if (in_registry(p)) {
+    if (params_.inflight_group[p] >= 0) {
       wait(p, false);
       release_param(p);
     }
@@ -337,7 +319,7 @@ void Coordinator::fetch(ModuleIndex m, bool forward, bool in_graph_task) {
       params_.attributed_owner[p] = modules_.ds_id[owner];
       emitter_.emit(EventKind::RecomputeAttach, owner, p);
     }
-    if (in_registry(p)) {
+    if (params_.inflight_group[p] >= 0) {
       wait(p);
     }
     if (params_.status[p] != Status::Available) {
@@ -603,7 +585,7 @@ void Coordinator::release_backward_leftovers() {
 
 void Coordinator::release_and_reset_all() {
   for (ParamIndex p : inflight_params_) {
-    if (in_registry(p)) {
+    if (params_.inflight_group[p] >= 0) {
       wait(p);
     }
   }

@@ -66,9 +66,6 @@ class Coordinator {
 
  private:
   void gather(std::span<const ParamIndex> params, trace::EventKind kind);
-  /// True when `p` is in flight in a gather of this coordinator's registry.
-  [[nodiscard]] bool in_registry(ParamIndex p) const;
-  /// Waits on the handle of `p`'s gather; `p` must be in_registry.
   void wait(ParamIndex p, bool emit_event = true);
   void partition(ParamIndex p, trace::EventKind kind);
   void release_param(ParamIndex p);

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -36,6 +37,7 @@ struct FuzzCliOptions {
   bool json = false;
   std::optional<uint64_t> emit;
   uint64_t round_trip_every = 16;
+  size_t shrink = 1;
 };
 
 int usage_error(const std::string& message) {
@@ -143,14 +145,23 @@ std::vector<Shrunk> shrink_findings(const sim::CampaignResult& result,
                                     const FuzzCliOptions& options, bool& write_failed) {
   std::vector<Shrunk> out;
   const auto tested = static_cast<size_t>(campaign.oracles.policy);
+  size_t of_this_oracle = 0;
   for (size_t k = 0; k < result.findings.size(); ++k) {
     const sim::Finding& f = result.findings[k];
-    if (k > 0 && result.findings[k - 1].violation.oracle == f.violation.oracle) {
+    const bool same_oracle = k > 0 && result.findings[k - 1].violation.oracle == f.violation.oracle;
+    of_this_oracle = same_oracle ? of_this_oracle + 1 : 0;
+    if (of_this_oracle >= options.shrink) {
       continue;
     }
     const model::Scenario original =
         sim::generate_scenario(campaign.seed, f.index, campaign.profile);
     const auto same_failure = [&](const model::Scenario& candidate) {
+      // The runner's scenarios stay buildable by it: DeepSpeed needs a trainable param.
+      if (campaign.profile == sim::GeneratorProfile::Runner &&
+          std::none_of(candidate.params.begin(), candidate.params.end(),
+                       [](const model::ParamSpec& p) { return !p.frozen; })) {
+        return false;
+      }
       const sim::Verdict v = sim::check_scenario(candidate, campaign.oracles);
       if (v.runs[tested].failure_class != f.failure_class) {
         return false;
@@ -370,6 +381,9 @@ void setup_fuzz(CLI::App& sub, std::function<int()>& action) {
   sub.add_option("--profile", options->profile,
                  "full (default): everything the simulator models; runner: what the real "
                  "DeepSpeed runner builds");
+  sub.add_option("--shrink", options->shrink,
+                 "shrink the first N failures of each oracle (default 1, at most 8)")
+      ->check(CLI::Range(0, 8));
   sub.add_flag("--json", options->json, "print the summary as JSON");
   sub.add_option("--emit", options->emit,
                  "write N generated scenarios (runner profile) to --out and check nothing");

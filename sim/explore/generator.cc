@@ -40,8 +40,8 @@ class Generator {
     const int64_t max_modules = rng_.uniform(2, runner_ ? 8 : 12);
     const int max_depth = static_cast<int>(rng_.uniform(1, 4));
     add_module(kNone, "model", 0, max_depth, max_modules);
-    ensure_trainable();
     add_ties();
+    ensure_trainable();
     for (ModuleIndex m = 0; m < s_.modules.size(); ++m) {
       draw_forward(m);
     }
@@ -137,14 +137,19 @@ class Generator {
     for (const ParamSpec& p : s_.params) {
       any = any || !p.frozen;
     }
-    if (!any) {
-      // DeepSpeed builds no ZeRO-3 optimizer without a trainable param: give the last module
-      // one (appending keeps file order, as the last module's params come last).
-      const auto last = static_cast<ModuleIndex>(s_.modules.size() - 1);
-      if (s_.modules[last].params.size() < kParamNames.size()) {
-        add_param(last, kParamNames[s_.modules[last].params.size()]);
+    if (any) {
+      return;
+    }
+    // DeepSpeed builds no ZeRO-3 optimizer without a trainable param. Param 0 is never an
+    // alias (ties point backwards), so thawing it and its aliases keeps the ties valid; with
+    // no params at all, the last module gets one (appended: its params come last in file order).
+    if (s_.params.empty()) {
+      add_param(static_cast<ModuleIndex>(s_.modules.size() - 1), kParamNames[0]);
+    }
+    for (ParamSpec& p : s_.params) {
+      if (&p == &s_.params.front() || p.tied_to == 0) {
+        p.frozen = false;
       }
-      s_.params.back().frozen = false;
     }
   }
 

@@ -246,8 +246,8 @@ std::string trace_round_trip(const model::Scenario& scenario, Discovery discover
     digest.on_event(*e);
   }
   if (reader.error()) {
-    return fmt::format("the written trace does not read back: line {}: {}", reader.error()->line,
-                       reader.error()->message);
+    return fmt::format("the written trace does not read back: line {}: {}",
+                       reader.error()->loc.line, reader.error()->message);
   }
   if (digest.digest() != expected) {
     return "the trace read back differs from the events written";
