@@ -36,10 +36,6 @@ std::string format_shape(const std::vector<int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }
 
-std::string_view dtype_name(DType dtype) {
-  return dtype == DType::Bf16 ? "bf16" : dtype == DType::Fp16 ? "fp16" : "fp32";
-}
-
 }  // namespace
 
 std::string ScenarioParser::describe(ModuleIndex module) const {

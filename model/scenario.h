@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "model/diagnostic.h"
@@ -16,6 +17,11 @@
 namespace zfetch::model {
 
 enum class DType : uint8_t { Fp32, Bf16, Fp16 };
+
+/// The scenario-file name of `dtype`: fp32, bf16, fp16.
+constexpr std::string_view dtype_name(DType dtype) {
+  return dtype == DType::Bf16 ? "bf16" : dtype == DType::Fp16 ? "fp16" : "fp32";
+}
 
 /// Bytes per element of `dtype`.
 constexpr int64_t dtype_bytes(DType dtype) {

@@ -80,18 +80,6 @@ std::string string_list(const std::vector<std::string>& values) {
   return fmt::format("[{}]", fmt::join(quoted, ", "));
 }
 
-std::string_view dtype_name(DType dtype) {
-  switch (dtype) {
-  case DType::Fp32:
-    return "fp32";
-  case DType::Bf16:
-    return "bf16";
-  case DType::Fp16:
-    return "fp16";
-  }
-  return "fp32";
-}
-
 std::string_view offload_name(OffloadDevice device) {
   switch (device) {
   case OffloadDevice::None:
@@ -326,12 +314,11 @@ class Writer {
       std::string head;
       switch (op.kind) {
       case Op::Kind::Call:
-        head = "call: " +
-               scalar(relative_path(module, s_.modules[op.callee].qualified_name, false));
+        head =
+            "call: " + scalar(relative_path(module, s_.modules[op.callee].qualified_name, false));
         break;
       case Op::Kind::Access:
-        head =
-            "access: " + scalar(relative_path(module, s_.params[op.param].qualified_name, true));
+        head = "access: " + scalar(relative_path(module, s_.params[op.param].qualified_name, true));
         break;
       case Op::Kind::Return:
         head =

@@ -225,9 +225,15 @@ void Coordinator::wait(ParamIndex p, bool emit_event) {
   const auto index = static_cast<size_t>(at - group_ids_.begin());
   const size_t end =
       index + 1 < group_begin_.size() ? group_begin_[index + 1] : inflight_params_.size();
+  // A param of the group that was released and gathered again since belongs to its new
+  // gather's handle: completing an old handle (a no-op in DeepSpeed once it completed) must not
+  // mark it AVAILABLE (found by the fuzzer's residency invariants, scenarios/findings/).
+  if (params_.status[p] == Status::Inflight) {
+    params_.status[p] = Status::Available;
+  }
   for (size_t i = group_begin_[index]; i < end; ++i) {
     const ParamIndex q = inflight_params_[i];
-    if (params_.status[q] == Status::Inflight) {
+    if (params_.status[q] == Status::Inflight && params_.inflight_group[q] == group) {
       params_.status[q] = Status::Available;
     }
   }

@@ -183,8 +183,39 @@ void Process::build_engine(bool fresh_model) {
     // hooks to this coordinator (2.3, 10.19 [I]).
     backward_coordinator_ = coordinator_.get();
   }
+  check_one_trainable_dtype();
   fwd_stack_.push_back(0);
   emitter_.emit(EventKind::EngineInit, 0);
+}
+
+void Process::check_one_trainable_dtype() {
+  // Without param offload, Stage3ZeroOptimizer moves every trainable partition into one flat
+  // buffer (`defragment`, runtime/zero/utils.py at edaa722), which asserts that they share one
+  // dtype; the offload path builds per-group CPU buffers and has no such check. Seen on real
+  // DeepSpeed (fuzz campaign 1219: 47 of 47 scenarios with mixed trainable dtypes fail here).
+  if (config_.offload_param_set && config_.offload_param.device != model::OffloadDevice::None) {
+    return;
+  }
+  ParamIndex first = model::kNone;
+  for (ParamIndex p : params_.by_id) {
+    if (params_.frozen[p]) {
+      continue;
+    }
+    if (first == model::kNone) {
+      first = p;
+    } else if (scenario_.params[p].dtype != scenario_.params[first].dtype) {
+      raise(OutcomeKind::Error, "",
+            fmt::format(
+                "DeepSpeed's ZeRO-3 optimizer asserts that all trainable parameters have one "
+                "dtype when it flattens their partitions into one buffer (defragment): {} is "
+                "{} but {} is {}. Give every trainable parameter the same dtype (for example "
+                "model.to(torch.bfloat16)), freeze the odd ones, or offload parameters to the "
+                "CPU (offload_param), which flattens them per group without this check.",
+                scenario_.params[first].qualified_name,
+                model::dtype_name(scenario_.params[first].dtype),
+                scenario_.params[p].qualified_name, model::dtype_name(scenario_.params[p].dtype)));
+    }
+  }
 }
 
 // ---- training, eval, optimizer, checkpoints (2.9-2.11) ----

@@ -45,6 +45,8 @@ class Process {
  private:
   void run_schedule();
   void build_engine(bool fresh_model);
+  /// The optimizer's one-dtype assertion on trainable params at engine construction.
+  void check_one_trainable_dtype();
   void train_micro_step();
   void eval_pass();
   void optimizer_step();

@@ -150,7 +150,9 @@ std::vector<Shrunk> shrink_findings(const sim::CampaignResult& result,
     const sim::Finding& f = result.findings[k];
     const bool same_oracle = k > 0 && result.findings[k - 1].violation.oracle == f.violation.oracle;
     of_this_oracle = same_oracle ? of_this_oracle + 1 : 0;
-    if (of_this_oracle >= options.shrink) {
+    // A scenario can break one oracle under both policies: shrink it once.
+    const bool same_scenario = same_oracle && result.findings[k - 1].index == f.index;
+    if (of_this_oracle >= options.shrink || same_scenario) {
       continue;
     }
     const model::Scenario original =
@@ -187,16 +189,17 @@ std::vector<Shrunk> shrink_findings(const sim::CampaignResult& result,
         e.expect.outcome = std::string(format_as(final_verdict.run(d).outcome));
         written.expectations.push_back(e);
       }
-      const std::string file = (std::filesystem::path(options.out) /
-                                fmt::format("{}.yaml", written.name))
-                                   .generic_string();
+      const std::string file =
+          (std::filesystem::path(options.out) / fmt::format("{}.yaml", written.name))
+              .generic_string();
       const std::string text =
-          fmt::format("# Found by `zfetch fuzz --seed {} --policy {}` (scenario {}), shrunk from "
-                      "{} modules and {} operations\n# oracle {}: {}\n# reproduce: zfetch run {} "
-                      "--discovery {}\n",
-                      campaign.seed, format_as(campaign.oracles.policy), f.index, s.before.modules,
-                      s.before.operations, format_as(f.violation.oracle), f.violation.detail,
-                      file, format_as(campaign.oracles.policy)) +
+          fmt::format(
+              "# Found by `zfetch fuzz --seed {} --policy {}` (scenario {}), shrunk from "
+              "{} modules and {} operations\n# oracle {}: {}\n# reproduce: zfetch run {} "
+              "--discovery {}\n",
+              campaign.seed, format_as(campaign.oracles.policy), f.index, s.before.modules,
+              s.before.operations, format_as(f.violation.oracle), f.violation.detail, file,
+              format_as(campaign.oracles.policy)) +
           model::write_scenario_yaml(written);
       if (write_file(file, text)) {
         s.file = file;
@@ -314,12 +317,13 @@ int run(const FuzzCliOptions& options) {
   if (options.json) {
     std::printf("%s\n", to_json(result, campaign, shrunk, seconds).dump(1).c_str());
   } else {
-    std::printf("zfetch fuzz --seed %llu --shard %u/%u --policy %s: %llu scenarios in %.1f s "
-                "(%.0f/s on %u job%s)\n",
-                static_cast<unsigned long long>(campaign.seed), shard, shards,
-                options.policy.c_str(), static_cast<unsigned long long>(result.scenarios), seconds,
-                seconds > 0 ? static_cast<double>(result.scenarios) / seconds : 0.0, campaign.jobs,
-                campaign.jobs == 1 ? "" : "s");
+    std::printf(
+        "zfetch fuzz --seed %llu --shard %u/%u --policy %s: %llu scenarios in %.1f s "
+        "(%.0f/s on %u job%s)\n",
+        static_cast<unsigned long long>(campaign.seed), shard, shards, options.policy.c_str(),
+        static_cast<unsigned long long>(result.scenarios), seconds,
+        seconds > 0 ? static_cast<double>(result.scenarios) / seconds : 0.0, campaign.jobs,
+        campaign.jobs == 1 ? "" : "s");
     for (sim::Discovery d : {sim::Discovery::ResidentSkip, sim::Discovery::ResidencyIndependent}) {
       std::printf("  %-22s %s\n", fmt::format("{}:", format_as(d)).c_str(),
                   class_counts(result.classes[static_cast<size_t>(d)]).c_str());
@@ -339,14 +343,14 @@ int run(const FuzzCliOptions& options) {
         if (s.finding.violation.oracle != oracle) {
           continue;
         }
-        std::printf("  scenario %llu (%s): %s\n",
-                    static_cast<unsigned long long>(s.finding.index),
+        std::printf("  scenario %llu (%s): %s\n", static_cast<unsigned long long>(s.finding.index),
                     std::string(format_as(s.finding.failure_class)).c_str(),
                     s.finding.violation.detail.c_str());
-        std::printf("  shrunk from %zu modules, %zu operations to %zu modules, %zu operations "
-                    "(%s)%s%s\n",
-                    s.before.modules, s.before.operations, s.after.modules, s.after.operations,
-                    s.outcome.c_str(), s.file.empty() ? "" : ": ", s.file.c_str());
+        std::printf(
+            "  shrunk from %zu modules, %zu operations to %zu modules, %zu operations "
+            "(%s)%s%s\n",
+            s.before.modules, s.before.operations, s.after.modules, s.after.operations,
+            s.outcome.c_str(), s.file.empty() ? "" : ": ", s.file.c_str());
         if (!s.file.empty()) {
           std::printf("  reproduce: zfetch run %s --discovery %s\n", s.file.c_str(),
                       options.policy.c_str());
@@ -367,9 +371,9 @@ void setup_fuzz(CLI::App& sub, std::function<int()>& action) {
   sub.add_option("--seed", options->seed, "seed of the scenario stream (printed; reproduces it)");
   sub.add_option("--time", options->time_s, "run for SECONDS instead of a number of scenarios")
       ->check(CLI::PositiveNumber);
-  sub.add_option("--runs", options->runs,
-                 fmt::format("scenarios of the whole campaign, all shards (default {})",
-                             kDefaultRuns));
+  sub.add_option(
+      "--runs", options->runs,
+      fmt::format("scenarios of the whole campaign, all shards (default {})", kDefaultRuns));
   sub.add_option("--jobs", options->jobs, "worker threads (results do not depend on it)")
       ->check(CLI::Range(1U, 1024U));
   sub.add_option("--shard", options->shard,

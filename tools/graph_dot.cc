@@ -36,18 +36,6 @@ std::string dot_escape(std::string_view text) {
   return out;
 }
 
-std::string_view dtype_name(model::DType dtype) {
-  switch (dtype) {
-  case model::DType::Fp32:
-    return "fp32";
-  case model::DType::Bf16:
-    return "bf16";
-  case model::DType::Fp16:
-    return "fp16";
-  }
-  return "?";
-}
-
 // The qualified name people know a module by; the root's is the model's name.
 std::string_view display_name(const model::ModuleSpec& module) {
   return module.qualified_name.empty() ? std::string_view(module.name)
@@ -168,7 +156,8 @@ class GraphLayout {
       for (ParamIndex p : module.params) {
         const model::ParamSpec& spec = scenario_.params[p];
         text += fmt::format("|p:{}:{}:{}:{}:{}", spec.name, fmt::join(spec.shape, ","),
-                            dtype_name(spec.dtype), spec.frozen, static_cast<bool>(persistent_[p]));
+                            model::dtype_name(spec.dtype), spec.frozen,
+                            static_cast<bool>(persistent_[p]));
         if (spec.tied_to != kNone) {
           text += ":" + relative(scenario_.params[spec.tied_to].qualified_name);
         }
@@ -318,7 +307,7 @@ void append_node(const model::Scenario& scenario, const GraphLayout& layout,
     all_frozen = all_frozen && param.frozen;
     // Flags only when set, so that wide trees stay narrow; numel follows from the shape.
     fmt::format_to(it, "{} [{}] {}{}{}", dot_escape(param.name), fmt::join(param.shape, ", "),
-                   dtype_name(param.dtype), param.frozen ? " frozen" : "",
+                   model::dtype_name(param.dtype), param.frozen ? " frozen" : "",
                    persistent ? " persistent" : "");
     if (param.tied_to != kNone) {
       fmt::format_to(it, " tied_to={}", dot_escape(scenario.params[param.tied_to].qualified_name));

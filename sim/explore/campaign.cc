@@ -82,8 +82,7 @@ CampaignResult run_campaign(const CampaignOptions& options,
         const uint64_t index = options.shard + shards * j;
         const model::Scenario scenario = generate_scenario(options.seed, index, options.profile);
         OracleOptions oracles = options.oracles;
-        oracles.round_trip =
-            options.round_trip_every != 0 && index % options.round_trip_every == 0;
+        oracles.round_trip = options.round_trip_every != 0 && index % options.round_trip_every == 0;
         const Verdict verdict = check_scenario(scenario, oracles);
         ++local.scenarios;
         for (size_t p = 0; p < 2; ++p) {

@@ -36,6 +36,7 @@ class Generator {
   }
 
   Scenario generate() {
+    draw_dtype();
     draw_thresholds();
     const int64_t max_modules = rng_.uniform(2, runner_ ? 8 : 12);
     const int max_depth = static_cast<int>(rng_.uniform(1, 4));
@@ -53,6 +54,11 @@ class Generator {
 
  private:
   // ---- tree and params ----
+
+  void draw_dtype() {
+    const int64_t roll = rng_.uniform(0, 99);
+    dtype_ = roll < 70 ? DType::Fp32 : (roll < 95 || runner_) ? DType::Bf16 : DType::Fp16;
+  }
 
   void draw_thresholds() {
     const std::array<int64_t, 4> thresholds = {0, 16, 64, 100'000};
@@ -92,10 +98,11 @@ class Generator {
     p.numel = draw_numel();
     p.shape = shape_of(p.numel);
     p.frozen = rng_.chance(30);
-    if (rng_.chance(10)) {
-      p.dtype = DType::Bf16;
-    } else if (!runner_ && rng_.chance(5)) {
-      p.dtype = DType::Fp16;
+    // One dtype for the model, as a real one has (`model.to(dtype)`); now and then a param of
+    // another, which DeepSpeed's optimizer refuses when it is trainable (without param offload).
+    p.dtype = dtype_;
+    if (rng_.chance(1)) {
+      p.dtype = dtype_ == DType::Fp32 ? DType::Bf16 : DType::Fp32;
     }
     s_.modules[owner].params.push_back(static_cast<ParamIndex>(s_.params.size()));
     s_.params.push_back(std::move(p));
@@ -159,7 +166,8 @@ class Generator {
     if (s_.params.size() < 2 || !rng_.chance(10)) {
       return;
     }
-    const auto alias = static_cast<ParamIndex>(rng_.uniform(1, static_cast<int64_t>(s_.params.size()) - 1));
+    const auto alias =
+        static_cast<ParamIndex>(rng_.uniform(1, static_cast<int64_t>(s_.params.size()) - 1));
     const auto target = static_cast<ParamIndex>(rng_.uniform(0, alias - 1));
     if (s_.params[target].tied_to != kNone || s_.params[target].owner == s_.params[alias].owner) {
       return;
@@ -219,9 +227,11 @@ class Generator {
     Op op;
     op.kind = Op::Kind::Access;
     // Prefer another module's param: those are the external accesses that ZeRO-3 discovers.
-    ParamIndex p = candidates[static_cast<size_t>(rng_.uniform(0, static_cast<int64_t>(candidates.size()) - 1))];
+    ParamIndex p = candidates[static_cast<size_t>(
+        rng_.uniform(0, static_cast<int64_t>(candidates.size()) - 1))];
     if (s_.params[p].owner == m && rng_.chance(60)) {
-      p = candidates[static_cast<size_t>(rng_.uniform(0, static_cast<int64_t>(candidates.size()) - 1))];
+      p = candidates[static_cast<size_t>(
+          rng_.uniform(0, static_cast<int64_t>(candidates.size()) - 1))];
     }
     op.param = p;
     op.access = rng_.chance(55) ? AccessKind::Data : AccessKind::Metadata;
@@ -246,8 +256,8 @@ class Generator {
       return;
     }
     const auto begin = static_cast<size_t>(rng_.uniform(0, static_cast<int64_t>(ops.size()) - 1));
-    const auto end = static_cast<size_t>(rng_.uniform(static_cast<int64_t>(begin) + 1,
-                                                      static_cast<int64_t>(ops.size())));
+    const auto end = static_cast<size_t>(
+        rng_.uniform(static_cast<int64_t>(begin) + 1, static_cast<int64_t>(ops.size())));
     Op region;
     region.kind = Op::Kind::Checkpoint;
     region.reentrant = rng_.chance(50);
@@ -442,6 +452,7 @@ class Generator {
   bool runner_;
   Scenario s_;
   int64_t threshold_ = 0;
+  DType dtype_ = DType::Fp32;
   int next_letter_ = 0;
 };
 

@@ -130,7 +130,7 @@ void InvariantChecker::on_event(const trace::Event& e) {
     break;
   case EventKind::Access:
     if (r != nullptr && *r != Residency::Unknown) {
-      const Status implied = *r == Residency::Available ? Status::Available
+      const Status implied = *r == Residency::Available  ? Status::Available
                              : *r == Residency::Inflight ? Status::Inflight
                                                          : Status::NotAvailable;
       if (implied != e.status) {
@@ -158,8 +158,9 @@ void InvariantChecker::on_event(const trace::Event& e) {
       for (model::ParamIndex q : fetch_list_[e.module_index]) {
         const Residency now = residency_[q];
         if (now == Residency::NotAvailable || now == Residency::Inflight) {
-          fail(e, fmt::format("computes with '{}' while it is {}", scenario_.params[q].qualified_name,
-                              now == Residency::Inflight ? "INFLIGHT" : "NOT_AVAILABLE"));
+          fail(e,
+               fmt::format("computes with '{}' while it is {}", scenario_.params[q].qualified_name,
+                           now == Residency::Inflight ? "INFLIGHT" : "NOT_AVAILABLE"));
           break;
         }
       }

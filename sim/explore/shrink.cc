@@ -390,7 +390,8 @@ ShrinkResult shrink_scenario(const Scenario& failing,
                                  std::vector<bool>(result.scenario.modules.size(), false), gone)) ||
                  progress;
     }
-    for (OpEdit edit : {OpEdit::Remove, OpEdit::Unwrap, OpEdit::DropCondition, OpEdit::RepeatOnce}) {
+    for (OpEdit edit :
+         {OpEdit::Remove, OpEdit::Unwrap, OpEdit::DropCondition, OpEdit::RepeatOnce}) {
       const std::vector<OpSite> sites = op_sites(result.scenario);
       // Back to front: an edit moves only later siblings and its own nested ops, which were
       // tried already, so the earlier sites' paths stay valid.

@@ -149,9 +149,14 @@ _SUMMARY = re.compile(r"\{'id': .*?'ds_tensor\.shape': torch\.Size\(\[[\d, ]*\]\
 
 def canonical_message(message):
     """A tracing error lists Python sets of params (expected and got), whose order follows the
-    params' addresses: compare each set's summaries sorted."""
+    params' addresses: compare each set's summaries sorted. The module ids of a param's
+    `active_sub_modules` set iterate in the order of their hashes, which for process-global ids
+    depends on what ran before in the process: sorted too."""
     if not message or "but got" not in message:
         return message
+    message = re.sub(r"'active_sub_modules': \{([\d, ]+)\}",
+                     lambda x: "'active_sub_modules': {" + ", ".join(
+                         sorted(x.group(1).split(", "), key=int)) + "}", message)
     head, tail = message.split("but got", 1)
     parts = []
     for text in (head, tail):

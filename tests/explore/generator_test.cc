@@ -1,0 +1,95 @@
+// The fuzzer's generator: counter-based, valid, and inside its profile.
+#include "sim/explore/generator.h"
+
+#include <doctest/doctest.h>
+
+#include <set>
+#include <string>
+
+#include "model/load.h"
+#include "model/scenario_writer.h"
+#include "sim/explore/event_digest.h"
+#include "sim/simulator.h"
+
+namespace zfetch::sim {
+namespace {
+
+uint64_t digest_of(const model::Scenario& s, Discovery d) {
+  EventDigest digest;
+  Options options;
+  options.discovery = d;
+  simulate(s, options, digest);
+  return digest.digest();
+}
+
+bool names_a_rank(const std::vector<model::Op>& ops) {
+  for (const model::Op& op : ops) {
+    if (!op.when.ranks.empty() || names_a_rank(op.body)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST_SUITE("explore") {
+  TEST_CASE("generator: scenario i of seed s does not depend on what was drawn before") {
+    const std::string alone =
+        model::write_scenario_yaml(generate_scenario(7, 41, GeneratorProfile::Full));
+    for (uint64_t i = 0; i < 41; ++i) {
+      (void)generate_scenario(7, i, GeneratorProfile::Full);
+    }
+    CHECK(model::write_scenario_yaml(generate_scenario(7, 41, GeneratorProfile::Full)) == alone);
+    // Another seed or index gives another scenario.
+    CHECK(model::write_scenario_yaml(generate_scenario(8, 41, GeneratorProfile::Full)) != alone);
+    std::set<std::string> distinct;
+    for (uint64_t i = 0; i < 50; ++i) {
+      std::string yaml =
+          model::write_scenario_yaml(generate_scenario(7, i, GeneratorProfile::Full));
+      yaml.erase(0, yaml.find('\n', yaml.find("source:")));  // the name says the index
+      distinct.insert(yaml);
+    }
+    CHECK(distinct.size() >= 45);
+  }
+
+  TEST_CASE("generator: every scenario loads back from its YAML and simulates identically") {
+    for (GeneratorProfile profile : {GeneratorProfile::Full, GeneratorProfile::Runner}) {
+      for (uint64_t i = 0; i < 300; ++i) {
+        const model::Scenario s = generate_scenario(3, i, profile);
+        const std::string yaml = model::write_scenario_yaml(s);
+        const model::LoadResult loaded = model::parse_scenario_text("generated.yaml", yaml);
+        INFO(yaml);
+        REQUIRE(loaded.scenario.has_value());
+        CHECK(model::write_scenario_yaml(*loaded.scenario) == yaml);
+        for (Discovery d : {Discovery::ResidentSkip, Discovery::ResidencyIndependent}) {
+          CHECK(digest_of(*loaded.scenario, d) == digest_of(s, d));
+        }
+      }
+    }
+  }
+
+  TEST_CASE("generator: the runner profile stays within what the real-DeepSpeed runner builds") {
+    for (uint64_t i = 0; i < 500; ++i) {
+      const model::Scenario s = generate_scenario(11, i, GeneratorProfile::Runner);
+      INFO(model::write_scenario_yaml(s));
+      CHECK(s.world_size >= 1);
+      CHECK(s.world_size <= 2);
+      CHECK_FALSE(s.config.fp16);
+      CHECK(s.config.zero.offload_param.device != model::OffloadDevice::Nvme);
+      bool trainable = false;
+      for (const model::ParamSpec& p : s.params) {
+        trainable = trainable || !p.frozen;
+        CHECK(p.dtype != model::DType::Fp16);
+      }
+      CHECK(trainable);
+      for (const model::ModuleSpec& m : s.modules) {
+        CHECK_FALSE(names_a_rank(m.forward));
+      }
+      for (const model::ScheduleItem& item : s.schedule) {
+        CHECK(item.overflow_steps.empty());
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace zfetch::sim

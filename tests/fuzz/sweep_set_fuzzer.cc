@@ -1,0 +1,73 @@
+// libFuzzer target: `zfetch sweep --set KEY=V1,V2,...` values through model::set_config_value.
+// The input is one `KEY=VALUES` line. A value that is refused leaves the scenario exactly as it
+// was; an accepted one gives a scenario that writes, loads back and simulates.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "model/config_override.h"
+#include "model/load.h"
+#include "model/scenario_writer.h"
+#include "sim/simulator.h"
+#include "tests/fuzz/fuzz_check.h"
+
+namespace {
+
+constexpr std::string_view kBase = R"(name: fuzz
+world_size: 2
+deepspeed:
+  gradient_accumulation_steps: 2
+  zero_optimization: {stage: 3, stage3_param_persistence_threshold: 8}
+model:
+  name: model
+  children:
+    - {name: a, params: {w: [4, 4]}}
+    - {name: b, params: {w: [8]}, forward: [{access: /a.w}]}
+schedule: [{train: 1}]
+)";
+
+const zfetch::model::Scenario& base() {
+  static const zfetch::model::Scenario scenario = [] {
+    zfetch::model::LoadResult loaded = zfetch::model::parse_scenario_text("base.yaml", kBase);
+    FUZZ_CHECK(loaded.scenario.has_value());
+    return std::move(*loaded.scenario);
+  }();
+  return scenario;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view line(reinterpret_cast<const char*>(data), size);
+  const size_t eq = line.find('=');
+  if (eq == std::string_view::npos) {
+    return 0;
+  }
+  const std::string key(line.substr(0, eq));
+  const std::string before = zfetch::model::write_scenario_yaml(base());
+  size_t begin = eq + 1;
+  for (int n = 0; n < 16; ++n) {  // at most 16 values per input
+    const size_t comma = line.find(',', begin);
+    const std::string value(
+        line.substr(begin, comma == std::string_view::npos ? comma : comma - begin));
+    zfetch::model::Scenario s = base();
+    const auto error = zfetch::model::set_config_value(s, key, value);
+    const std::string after = zfetch::model::write_scenario_yaml(s);
+    if (error) {
+      FUZZ_CHECK(!error->empty());
+      FUZZ_CHECK(after == before);
+    } else if (s.world_size <= 64 && s.config.gradient_accumulation_steps <= 64) {
+      const zfetch::model::LoadResult again = zfetch::model::parse_scenario_text("set.yaml", after);
+      FUZZ_CHECK(again.scenario.has_value());
+      zfetch::trace::NullSink sink;
+      (void)zfetch::sim::simulate(s, {}, sink);
+    }
+    (void)zfetch::model::parse_config_integer(value);
+    if (comma == std::string_view::npos) {
+      break;
+    }
+    begin = comma + 1;
+  }
+  return 0;
+}
