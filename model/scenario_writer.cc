@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/ds_config_parse.h"
+#include "trace/names.h"
 
 namespace zfetch::model {
 namespace {
@@ -384,9 +385,9 @@ class Writer {
     for (const PolicyExpectation& pe : s_.expectations) {
       const Expectation& e = pe.expect;
       std::vector<std::string> parts;
-      parts.push_back("outcome: " + scalar(e.outcome));
+      parts.push_back(fmt::format("outcome: {}", format_as(e.outcome)));
       if (e.phase) {
-        parts.push_back("phase: " + scalar(*e.phase));
+        parts.push_back(fmt::format("phase: {}", trace::format_as(*e.phase)));
       }
       if (e.module) {
         parts.push_back("module: " + scalar(*e.module));
@@ -403,7 +404,7 @@ class Writer {
       if (e.invalidations) {
         parts.push_back(fmt::format("invalidations: {}", *e.invalidations));
       }
-      line(1, fmt::format("{}: {{{}}}", pe.policy, fmt::join(parts, ", ")));
+      line(1, fmt::format("{}: {{{}}}", format_as(pe.policy), fmt::join(parts, ", ")));
     }
   }
 

@@ -185,8 +185,8 @@ std::vector<Shrunk> shrink_findings(const sim::CampaignResult& result,
       for (sim::Discovery d :
            {sim::Discovery::ResidentSkip, sim::Discovery::ResidencyIndependent}) {
         model::PolicyExpectation e;
-        e.policy = std::string(format_as(d));
-        e.expect.outcome = std::string(format_as(final_verdict.run(d).outcome));
+        e.policy = d;
+        e.expect.outcome = final_verdict.run(d).outcome;
         written.expectations.push_back(e);
       }
       const std::string file =
