@@ -54,10 +54,6 @@ constexpr std::array kKeys = [] {
 
 }  // namespace
 
-std::span<const std::string_view> config_override_keys() {
-  return kKeys;
-}
-
 std::optional<int64_t> parse_config_integer(std::string_view text) {
   std::string digits;
   int64_t exponent = 0;

@@ -2,16 +2,12 @@
 #pragma once
 
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 
 #include "model/scenario.h"
 
 namespace zfetch::model {
-
-/// The keys set_config_value accepts, in a fixed order (for messages and --help).
-std::span<const std::string_view> config_override_keys();
 
 /// Sets `key` to `value` in `scenario`. Keys are ds_config keys, with or without the
 /// `zero_optimization.` prefix (`stage3_prefetch_bucket_size`, `offload_param.device`, ...),

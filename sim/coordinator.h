@@ -44,7 +44,6 @@ class Coordinator {
   [[nodiscard]] int32_t step_id() const { return step_id_; }
   [[nodiscard]] int64_t invalidations() const { return invalidations_; }
   [[nodiscard]] const std::vector<std::string>& warnings() const { return warnings_; }
-  [[nodiscard]] bool active_backward_empty() const { return active_backward_.empty(); }
 
   /// reset_step (2.10): at every root forward.
   void reset_step();

@@ -39,7 +39,6 @@ RankResult Process::run() {
   } catch (Raised& raised) {
     result.raised = std::move(raised);
   }
-  result.collectives_before_failure = collectives_.entries().size();
   result.invalidations = invalidations_before_ + (coordinator_ ? coordinator_->invalidations() : 0);
   for (const auto& retired : retired_) {
     result.invalidations += retired->invalidations();

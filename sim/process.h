@@ -26,7 +26,6 @@ namespace zfetch::sim {
 /// The result of one rank's run.
 struct RankResult {
   std::optional<Raised> raised;  ///< set when DeepSpeed would have raised on this rank
-  size_t collectives_before_failure = 0;
   int64_t invalidations = 0;
   std::vector<std::string> warnings;
   RunStats stats;

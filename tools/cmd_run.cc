@@ -17,6 +17,7 @@
 #include "tools/order_input.h"
 #include "tools/outcome_report.h"
 #include "tools/output_file.h"
+#include "tools/report_html.h"
 #include "tools/scenario_input.h"
 #include "tools/summary_text.h"
 #include "tools/terminal_colour.h"
@@ -30,6 +31,7 @@ struct RunOptions {
   std::string discovery = "resident-skip";
   std::string trace_path;
   std::string timeline_path;
+  std::string report_path;
   std::string replay_schedule_path;
   std::string calibration_path;  // instead of the scenario's timing.calibration
   std::string expect_order_path;
@@ -82,9 +84,10 @@ int run(const RunOptions& options) {
   sim_options.discovery = *discovery;
 
   // Outputs never replace an input or each other, and each is written whole or not at all.
-  const std::string clash = check_outputs_distinct(
-      {options.scenario, options.calibration_path},
-      {options.trace_path, options.timeline_path, options.replay_schedule_path});
+  const std::string clash =
+      check_outputs_distinct({options.scenario, options.calibration_path},
+                             {options.trace_path, options.timeline_path,
+                              options.replay_schedule_path, options.report_path});
   if (!clash.empty()) {
     std::fprintf(stderr, "%s\n", clash.c_str());
     return kExitBadInput;
@@ -100,6 +103,7 @@ int run(const RunOptions& options) {
   OutputFile* trace_out = open_output(options.trace_path);
   OutputFile* timeline_out = open_output(options.timeline_path);
   OutputFile* schedule_out = open_output(options.replay_schedule_path);
+  OutputFile* report_out = open_output(options.report_path);
   for (const auto& out : outputs) {
     if (!out->error().empty()) {
       std::fprintf(stderr, "%s: error: cannot write: %s\n", out->path().c_str(),
@@ -140,8 +144,9 @@ int run(const RunOptions& options) {
   }
   const sim::AnalyticalCostModel cost(*scenario, *calibration.calibration);
   sim::TimelineOptions timeline_options;
-  timeline_options.per_module = options.per_module;
-  timeline_options.record = !options.timeline_path.empty() || !options.replay_schedule_path.empty();
+  timeline_options.per_module = options.per_module || !options.report_path.empty();
+  timeline_options.record = !options.timeline_path.empty() ||
+                            !options.replay_schedule_path.empty() || !options.report_path.empty();
   sim::ReplayDrainMarks drain_marks(*sink);
   sim::Timeline timeline(*scenario, cost,
                          options.replay_schedule_path.empty() ? *sink : drain_marks,
@@ -162,6 +167,16 @@ int run(const RunOptions& options) {
     write_text(*schedule_out,
                sim::replay_schedule_json(timeline.recording(), timeline.summary(), *scenario,
                                          *calibration.calibration, drain_marks));
+  }
+  if (report_out != nullptr) {
+    RunReportInput report;
+    report.scenario = &*scenario;
+    report.discovery = *discovery;
+    report.outcome = &outcome;
+    report.summary = &timeline.summary();
+    report.recording = &timeline.recording();
+    report.calibration = calibration.calibration->machine;
+    write_text(*report_out, run_report_html(report));
   }
   if (writer) {
     writer->flush();  // a failure is seen by finish_outputs, with the other outputs
@@ -223,6 +238,9 @@ void setup_run(CLI::App& sub, std::function<int()>& action) {
       ->capture_default_str();
   sub.add_option("--trace", options->trace_path,
                  "write the event trace (JSON Lines; - for stdout)");
+  sub.add_option("--report", options->report_path,
+                 "write a self-contained HTML report (timeline, memory, exposed communication "
+                 "per module and layer, what to tune; opens offline in any browser)");
   sub.add_option("--timeline", options->timeline_path,
                  "write the simulated timeline as Chrome trace JSON (Perfetto, chrome://tracing)");
   sub.add_option("--replay-schedule", options->replay_schedule_path,

@@ -9,11 +9,9 @@
 
 #include "model/diagnostic.h"
 #include "model/scenario.h"
+#include "sim/timeline/tick.h"
 
 namespace zfetch::sim {
-
-/// Simulated time in integer nanoseconds. Signed to match trace::Event::t_ns.
-using Tick = int64_t;
 
 /// Latency and bus bandwidth of one collective, as nccl-tests reports them.
 struct CollectiveCalibration {

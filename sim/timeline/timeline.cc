@@ -78,6 +78,9 @@ struct Timeline::RankState {
   };
   std::array<Span, 3> spans;  ///< micro-step, pass, phase
   int32_t passes = 0;         ///< PassStart events seen
+  int64_t peak_live = 0;      ///< record: the highest `live` so far, when, and who held it
+  Tick peak_t = 0;
+  std::vector<uint8_t> peak_resident;
 };
 
 Timeline::Timeline(const model::Scenario& scenario, const CostModel& cost, trace::EventSink& next,
@@ -162,6 +165,12 @@ void Timeline::add_live(RankState& rs, model::ParamIndex p, int64_t bytes, Tick 
   rs.step.peak_live_bytes = std::max(rs.step.peak_live_bytes, rs.live);
   if (options_.record) {
     recording_.live_bytes.push_back({rs.rank, t, rs.live});
+    if (rs.live > rs.peak_live) {
+      // A new peak: remember who holds it (the flags are copied into a buffer sized once).
+      rs.peak_live = rs.live;
+      rs.peak_t = t;
+      rs.peak_resident = rs.resident;
+    }
   }
 }
 
@@ -558,6 +567,17 @@ void Timeline::finish() {
     end_step(*rs);
     if (options_.record) {
       close_spans(*rs);
+      if (recording_.peaks.size() <= static_cast<size_t>(rs->rank)) {
+        recording_.peaks.resize(static_cast<size_t>(rs->rank) + 1);
+      }
+      Recording::Peak& mine = recording_.peaks[static_cast<size_t>(rs->rank)];
+      mine.t_ns = rs->peak_t;
+      mine.live_bytes = rs->peak_live;
+      for (model::ParamIndex p = 0; p < rs->peak_resident.size(); ++p) {
+        if (rs->peak_resident[p] != 0) {
+          mine.params.push_back(p);
+        }
+      }
     }
     if (options_.per_module) {
       for (model::ParamIndex p = 0; p < rs->prefetch_pending.size(); ++p) {

@@ -131,6 +131,14 @@ struct Recording {
   std::vector<Flow> flows;
   std::vector<CounterSample> live_bytes;  ///< one sample per change
   std::vector<Landmark> landmarks;        ///< points in event order, spans as they close
+  /// Per rank (index = rank; empty entries for ranks not simulated): what was gathered when
+  /// live parameter memory first reached its peak.
+  struct Peak {
+    Tick t_ns = 0;
+    int64_t live_bytes = 0;
+    std::vector<model::ParamIndex> params;  ///< resident params at that moment, in index order
+  };
+  std::vector<Peak> peaks;
 };
 
 struct TimelineOptions {
