@@ -12,6 +12,7 @@
 #include "tools/commands.h"
 #include "tools/outcome_report.h"
 #include "tools/scenario_input.h"
+#include "tools/work_bound.h"
 #include "trace/names.h"
 
 namespace zfetch::tools {
@@ -20,6 +21,7 @@ namespace {
 struct CheckOptions {
   std::vector<std::string> paths;
   bool verbose = false;
+  uint64_t max_events = kDefaultMaxEvents;
 };
 
 // Scenario files named directly, or found (sorted, recursively) in named directories.
@@ -95,12 +97,28 @@ int check(const CheckOptions& options) {
       ++failed;
       continue;
     }
+    if (const uint64_t planned = planned_operations(*scenario); planned > options.max_events) {
+      std::fprintf(stderr, "%s\n", planned_work_message(file, planned, options.max_events).c_str());
+      bad_input = true;
+      ++failed;
+      continue;
+    }
     for (const model::PolicyExpectation& expectation : scenario->expectations) {
       sim::Options sim_options;
       sim_options.discovery = expectation.policy;
       const std::string policy(format_as(expectation.policy));
-      trace::NullSink sink;
-      const sim::Outcome outcome = sim::simulate(*scenario, sim_options, sink);
+      trace::NullSink null_sink;
+      WorkBoundSink sink(options.max_events, null_sink);
+      std::optional<sim::Outcome> simulated;
+      try {
+        simulated = sim::simulate(*scenario, sim_options, sink);
+      } catch (const WorkBoundExceeded& e) {
+        std::fprintf(stderr, "%s\n", work_bound_message(file, e.max_events).c_str());
+        bad_input = true;
+        ++failed;
+        continue;
+      }
+      const sim::Outcome& outcome = *simulated;
       const std::vector<std::string> diffs = differences(*scenario, expectation.expect, outcome);
       const std::string summary = outcome_summary(*scenario, outcome);
       if (diffs.empty()) {
@@ -130,6 +148,9 @@ void setup_check(CLI::App& sub, std::function<int()>& action) {
   auto options = std::make_shared<CheckOptions>();
   sub.add_option("paths", options->paths, "scenario files or directories (searched for *.yaml)")
       ->required();
+  sub.add_option("--max-events", options->max_events,
+                 "a run that needs more simulated events is bad input (exit 2)")
+      ->capture_default_str();
   sub.add_flag("-v,--verbose", options->verbose, "also list the runs that passed");
   sub.callback([&action, options] { action = [options] { return check(*options); }; });
 }

@@ -21,6 +21,7 @@
 #include "tools/scenario_input.h"
 #include "tools/summary_text.h"
 #include "tools/terminal_colour.h"
+#include "tools/work_bound.h"
 #include "trace/writer.h"
 
 namespace zfetch::tools {
@@ -39,6 +40,7 @@ struct RunOptions {
   bool strict = false;  // a latent hazard exits 1
   bool per_module = false;
   bool all_modules = false;
+  uint64_t max_events = kDefaultMaxEvents;
 };
 
 // Checks every event against an order file on its way to the next sink.
@@ -82,6 +84,11 @@ int run(const RunOptions& options) {
   }
   sim::Options sim_options;
   sim_options.discovery = *discovery;
+  if (const uint64_t planned = planned_operations(*scenario); planned > options.max_events) {
+    std::fprintf(stderr, "%s\n",
+                 planned_work_message(options.scenario, planned, options.max_events).c_str());
+    return kExitBadInput;
+  }
 
   // Outputs never replace an input or each other, and each is written whole or not at all.
   const std::string clash =
@@ -153,7 +160,16 @@ int run(const RunOptions& options) {
                          timeline_options);
   drain_marks.attach(&timeline);
 
-  const sim::Outcome outcome = sim::simulate(*scenario, sim_options, timeline);
+  WorkBoundSink bounded(options.max_events, timeline);
+  std::optional<sim::Outcome> simulated;
+  try {
+    simulated = sim::simulate(*scenario, sim_options, bounded);
+  } catch (const WorkBoundExceeded& e) {
+    // The outputs' temporaries are removed as `outputs` goes out of scope.
+    std::fprintf(stderr, "%s\n", work_bound_message(options.scenario, e.max_events).c_str());
+    return kExitBadInput;
+  }
+  const sim::Outcome& outcome = *simulated;
   timeline.finish();
   if (timeline_out != nullptr) {
     sim::ChromeTraceNotes notes;
@@ -251,6 +267,9 @@ void setup_run(CLI::App& sub, std::function<int()>& action) {
   sub.add_option("--expect-order", options->expect_order_path,
                  "check the simulated events against an order file (docs/diff.md); exit 1 when a "
                  "directive fails");
+  sub.add_option("--max-events", options->max_events,
+                 "stop with exit 2 after this many simulated events")
+      ->capture_default_str();
   sub.add_flag("--per-module", options->per_module,
                "add the 20 modules with the most exposed communication to the summary");
   sub.add_flag("--all", options->all_modules, "with --per-module: every module, not the top 20");

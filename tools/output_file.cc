@@ -132,7 +132,9 @@ std::string check_outputs_distinct(const std::vector<std::string>& inputs,
       }
     }
     for (size_t j = 0; j < i; ++j) {
-      if (outputs[j] != "-" && !outputs[j].empty() && same_file(out, outputs[j])) {
+      // Writing twice to /dev/null or a FIFO replaces nothing.
+      if (outputs[j] != "-" && !outputs[j].empty() && !is_special(out) &&
+          same_file(out, outputs[j])) {
         return out + ": error: two outputs name the same file ('" + outputs[j] + "')";
       }
     }
