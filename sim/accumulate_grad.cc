@@ -8,7 +8,8 @@
 
 namespace zfetch::sim {
 
-std::string empty_param_accumulate_error(std::span<const int64_t> shape, uint32_t uses) {
+std::string empty_param_accumulate_error(std::span<const int64_t> shape, uint32_t uses,
+                                         int64_t data_numel) {
   if (shape.empty()) {
     return {};
   }
@@ -23,6 +24,13 @@ std::string empty_param_accumulate_error(std::span<const int64_t> shape, uint32_
   const bool keeps_gradient = uses > 1 ? shape[0] == 1 || inner == 1 : all_one;
   if (keeps_gradient) {
     return {};
+  }
+  if (data_numel == 1) {
+    // Fast sharding's 1-element buffer: [1] broadcasts against anything, and the copy's output
+    // shape is what does not match.
+    return all_one ? std::string()
+                   : fmt::format("output with shape [1] doesn't match the broadcast shape [{}]",
+                                 fmt::join(shape, ", "));
   }
   if (shape.back() != 1) {
     return fmt::format(

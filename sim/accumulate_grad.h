@@ -16,7 +16,9 @@ namespace zfetch::sim {
 /// uses' gradients are summed into a new contiguous tensor, whose first stride (the product of
 /// the other dims) must equal the empty data's 1 unless the first dim is 1 (seen on real
 /// DeepSpeed: [8, 8] and [4, 6] fail, [16] and [8, 1] pass, scenarios/fidelity/f3*).
+/// `data_numel`: 0 for a partitioned param ([0]), 1 for fast sharding's 1-element buffer ([1],
+/// semantics 4.8), whose copy fails on the output shape instead.
 [[nodiscard]] std::string empty_param_accumulate_error(std::span<const int64_t> shape,
-                                                       uint32_t uses);
+                                                       uint32_t uses, int64_t data_numel = 0);
 
 }  // namespace zfetch::sim

@@ -51,9 +51,9 @@ void Process::accumulate_grad(const AutogradGraph::Node& node,
   // The gradient has the param's full shape; storing it into a partitioned param's empty data
   // (shape [0]) can fail (sim/accumulate_grad.h).
   const ParamIndex p = accumulation.param;
-  if (params_.status[p] != Status::Available && !params_.fast_sharded[p]) {
-    const std::string error =
-        empty_param_accumulate_error(scenario_.params[p].shape, accumulation.uses);
+  if (params_.status[p] != Status::Available) {
+    const std::string error = empty_param_accumulate_error(
+        scenario_.params[p].shape, accumulation.uses, params_.fast_sharded[p] ? 1 : 0);
     if (!error.empty()) {
       const std::string& name = scenario_.params[p].qualified_name;
       const bool read = node.kind == AutogradGraph::Node::Kind::DataRead;

@@ -9,8 +9,8 @@
 namespace zfetch::sim {
 namespace {
 
-std::string error_for(std::vector<int64_t> shape, uint32_t uses) {
-  return empty_param_accumulate_error(shape, uses);
+std::string error_for(std::vector<int64_t> shape, uint32_t uses, int64_t data_numel = 0) {
+  return empty_param_accumulate_error(shape, uses, data_numel);
 }
 
 TEST_SUITE("sim") {
@@ -36,6 +36,14 @@ TEST_SUITE("sim") {
     CHECK(error_for({4, 2, 1}, 1) ==
           "output with shape [0] doesn't match the broadcast shape [4, 2, 0]");
     CHECK(error_for({}, 1).empty());
+  }
+
+  TEST_CASE("accumulate_grad: fast sharding's 1-element buffer fails on the copy's output shape") {
+    CHECK(error_for({2, 2}, 1, 1) ==
+          "output with shape [1] doesn't match the broadcast shape [2, 2]");
+    CHECK(error_for({2, 2}, 2, 1) ==
+          "output with shape [1] doesn't match the broadcast shape [2, 2]");
+    CHECK(error_for({16}, 2, 1).empty());  // kept as it is: nothing is copied
   }
 }
 
