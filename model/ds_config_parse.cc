@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -172,6 +174,52 @@ const YAML::Node& block_anchor(const Field& block) {
   return YamlReader::loc(block.key).line != 0 ? block.key : block.value;
 }
 
+// Where "auto" values are filled from and listed.
+struct AutoFill {
+  const HfTrainingArgs& args;
+  std::vector<ResolvedAuto>& resolved;
+};
+
+bool is_auto(const YAML::Node& node) {
+  return node.IsScalar() && node.Scalar() == "auto";
+}
+
+// `field` itself, or, for "auto", a field holding the value the HF integration fills in;
+// nullopt (reported) when it fills none.
+std::optional<Field> fill_auto(YamlReader& reader, const Field& field, std::string_view dotted_key,
+                               AutoFill& autos) {
+  if (!is_auto(field.value)) {
+    return field;
+  }
+  std::string rule;
+  const std::optional<std::string> value = hf_auto_value(dotted_key, autos.args, rule);
+  if (!value) {
+    reader.error(field.value, fmt::format("'auto' for '{}': {}", dotted_key, rule));
+    return std::nullopt;
+  }
+  autos.resolved.push_back({std::string(dotted_key), *value, rule});
+  return Field{YAML::Node(*value), field.name, field.key};
+}
+
+// Lists the "auto" values of keys zfetch does not read, with what the integration fills in.
+void report_unread_autos(const YAML::Node& node, const std::string& prefix, AutoFill& autos) {
+  if (!node.IsMap()) {
+    return;
+  }
+  for (const auto& entry : node) {
+    const std::string key =
+        prefix.empty() ? entry.first.Scalar() : prefix + "." + entry.first.Scalar();
+    if (is_auto(entry.second)) {
+      std::string rule;
+      if (const std::optional<std::string> value = hf_auto_value(key, autos.args, rule)) {
+        autos.resolved.push_back({key, *value, rule});
+      }
+    } else {
+      report_unread_autos(entry.second, key, autos);
+    }
+  }
+}
+
 template <typename... Tables>
 std::vector<std::string_view> joined(const Tables&... tables) {
   std::vector<std::string_view> all;
@@ -189,14 +237,16 @@ std::vector<std::string_view> zero_known_keys() {
 }
 
 void read_precision(YamlReader& reader, const Field& block, std::span<const std::string_view> keys,
-                    bool& enabled) {
+                    bool& enabled, AutoFill& autos) {
   if (!reader.expect_map(block)) {
     return;
   }
   reader.check_keys(block.value, keys, fmt::format("'{}'", block.name));
   for (const auto& entry : block.value) {
     if (entry.first.Scalar() == "enabled") {
-      if (auto value = reader.read_bool({entry.second, "enabled", entry.first})) {
+      const std::optional<Field> field = fill_auto(reader, {entry.second, "enabled", entry.first},
+                                                   fmt::format("{}.enabled", block.name), autos);
+      if (auto value = field ? reader.read_bool(*field) : std::nullopt) {
         enabled = *value;
       }
     }
@@ -249,7 +299,8 @@ void read_offload_param(YamlReader& reader, const Field& block, OffloadParamConf
   }
 }
 
-void read_zero_optimization(YamlReader& reader, const Field& block, ZeroConfig& zero) {
+void read_zero_optimization(YamlReader& reader, const Field& block, ZeroConfig& zero,
+                            AutoFill& autos, bool is_override) {
   if (!reader.expect_map(block)) {
     return;
   }
@@ -283,6 +334,7 @@ void read_zero_optimization(YamlReader& reader, const Field& block, ZeroConfig& 
           std::vector<std::string>& out = leaf_key == "classes" ? config.classes
                                           : leaf_key == "names" ? config.names
                                                                 : config.name_suffixes;
+          out.clear();  // an inline list replaces a ds_config file's
           read_string_list(reader, {leaf.second, leaf_key, leaf.first}, out);
         }
       }
@@ -294,17 +346,22 @@ void read_zero_optimization(YamlReader& reader, const Field& block, ZeroConfig& 
         if (row.key != key) {
           continue;
         }
+        const std::optional<Field> filled =
+            fill_auto(reader, field, fmt::format("zero_optimization.{}", key), autos);
+        if (!filled) {
+          continue;
+        }
         if (row.int_field != nullptr) {
-          if (auto value = reader.read_int(field, row.min, true)) {
+          if (auto value = reader.read_int(*filled, row.min, true)) {
             zero.*row.int_field = *value;
           }
-        } else if (auto flag = reader.read_bool(field)) {
+        } else if (auto flag = reader.read_bool(*filled)) {
           zero.*row.bool_field = *flag;
         }
       }
     }
   }
-  if (!stage_given) {
+  if (!stage_given && !is_override) {
     reader.error(block_anchor(block),
                  "'zero_optimization' has no 'stage'; zfetch simulates ZeRO stage 3, so give "
                  "'stage: 3'");
@@ -313,34 +370,51 @@ void read_zero_optimization(YamlReader& reader, const Field& block, ZeroConfig& 
 
 }  // namespace
 
-void read_deepspeed_config(YamlReader& reader, const Field& block, DeepSpeedConfig& config) {
+void read_deepspeed_config(YamlReader& reader, const Field& block, const HfTrainingArgs& hf,
+                           DeepSpeedConfig& config, bool is_override) {
   if (!reader.expect_map(block)) {
     return;
   }
+  AutoFill autos{hf, config.resolved_auto};
   static const std::vector<std::string_view> known = joined(kReadTopKeys, kIgnoredTopKeys);
   reader.check_keys(block.value, known, "the ds_config");
   bool zero_given = false;
   for (const auto& entry : block.value) {
     const std::string& key = entry.first.Scalar();
     const Field field{entry.second, key, entry.first};
-    if (key == "train_micro_batch_size_per_gpu") {
-      if (auto value = reader.read_int(field, 1, true)) {
-        config.train_micro_batch_size_per_gpu = *value;
-      }
-    } else if (key == "gradient_accumulation_steps") {
-      if (auto value = reader.read_int(field, 1, true)) {
-        config.gradient_accumulation_steps = *value;
+    if (key == "train_micro_batch_size_per_gpu" || key == "gradient_accumulation_steps") {
+      const std::optional<Field> filled = fill_auto(reader, field, key, autos);
+      if (auto value = filled ? reader.read_int(*filled, 1, true) : std::nullopt) {
+        (key == "gradient_accumulation_steps" ? config.gradient_accumulation_steps
+                                              : config.train_micro_batch_size_per_gpu) = *value;
       }
     } else if (key == "fp16") {
-      read_precision(reader, field, kFp16Keys, config.fp16);
+      read_precision(reader, field, kFp16Keys, config.fp16, autos);
     } else if (key == "bf16" || key == "bfloat16") {
-      read_precision(reader, field, kBf16Keys, config.bf16);
+      read_precision(reader, field, kBf16Keys, config.bf16, autos);
     } else if (key == "zero_optimization") {
       zero_given = true;
-      read_zero_optimization(reader, field, config.zero);
+      read_zero_optimization(reader, field, config.zero, autos, is_override);
+      for (const auto& zero_entry : entry.second) {
+        if (zero_entry.first.Scalar() == "reduce_bucket_size" && is_auto(zero_entry.second)) {
+          std::string rule;
+          if (auto value = hf_auto_value("zero_optimization.reduce_bucket_size", hf, rule)) {
+            autos.resolved.push_back({"zero_optimization.reduce_bucket_size", *value, rule});
+          }
+        }
+      }
+    } else if (key == "train_batch_size" || key == "gradient_clipping") {
+      std::string rule;
+      if (is_auto(entry.second)) {
+        if (auto value = hf_auto_value(key, hf, rule)) {
+          autos.resolved.push_back({key, *value, rule});
+        }
+      }
+    } else if (key == "optimizer" || key == "scheduler") {
+      report_unread_autos(entry.second, key, autos);
     }
   }
-  if (!zero_given) {
+  if (!zero_given && !is_override) {
     reader.error(block_anchor(block),
                  "the ds_config has no 'zero_optimization'; zfetch simulates "
                  "ZeRO stage 3, so give 'zero_optimization: {stage: 3}'");

@@ -4,6 +4,7 @@
 #include <span>
 #include <string_view>
 
+#include "model/hf_auto.h"
 #include "model/yaml_reader.h"
 #include "model/zero_config.h"
 
@@ -22,8 +23,11 @@ struct ZeroKey {
 /// field first; the scenario writer writes those.
 std::span<const ZeroKey> zero_config_keys();
 
-/// Reads the ds_config mapping in `block` into `config` (which holds DeepSpeed's defaults),
-/// reporting unknown keys, wrong types, "auto" values and a stage other than 3.
-void read_deepspeed_config(YamlReader& reader, const Field& block, DeepSpeedConfig& config);
+/// Reads the ds_config mapping in `block` into `config` (which holds DeepSpeed's defaults,
+/// or a ds_config file's values that `block` overrides when `is_override`), reporting
+/// unknown keys, wrong types and a stage other than 3. "auto" values are filled from `hf` as
+/// the HF integration fills them and listed in `config.resolved_auto`.
+void read_deepspeed_config(YamlReader& reader, const Field& block, const HfTrainingArgs& hf,
+                           DeepSpeedConfig& config, bool is_override = false);
 
 }  // namespace zfetch::model::detail

@@ -10,8 +10,10 @@
 
 #include "io/input_file.h"
 #include "model/ds_config_parse.h"
+#include "model/hf_auto.h"
 #include "model/scenario_parser.h"
 #include "model/yaml_limits.h"
+#include "model/yaml_merge.h"
 #include "model/yaml_reader.h"
 
 namespace zfetch::model {
@@ -24,10 +26,24 @@ using detail::SourceText;
 using detail::YamlReader;
 
 constexpr std::array kTopKeys = {
-    "name"sv,    "source"sv,    "world_size"sv,       "input_requires_grad"sv,
-    "zenflow"sv, "deepspeed"sv, "deepspeed_config"sv, "timing"sv,
-    "model"sv,   "schedule"sv,  "expect"sv,
+    "name"sv,
+    "source"sv,
+    "world_size"sv,
+    "input_requires_grad"sv,
+    "zenflow"sv,
+    "deepspeed"sv,
+    "deepspeed_config"sv,
+    "hf"sv,
+    "timing"sv,
+    "templates"sv,
+    "model"sv,
+    "schedule"sv,
+    "expect"sv,
 };
+constexpr std::array kHfKeys = {"hidden_size"sv, "per_device_train_batch_size"sv,
+                                "gradient_accumulation_steps"sv, "fp16"sv, "bf16"sv};
+// hidden_size^2 * 9 stays far inside int64_t.
+constexpr int64_t kMaxHiddenSize = int64_t{1} << 24;
 constexpr std::array kTimingKeys = {"tokens_per_micro_batch"sv, "calibration"sv};
 
 Diagnostic whole_file_error(const std::string& file, std::string message) {
@@ -63,7 +79,7 @@ YAML::Node json_to_yaml(const nlohmann::json& json) {
 // Reads `deepspeed_config: path.json`: nlohmann-json checks the JSON (a user's file must be
 // real JSON, as DeepSpeed reads it), then yaml-cpp re-reads the same text for positions.
 void read_config_file(YamlReader& reader, const Field& field, std::string_view base_dir,
-                      DeepSpeedConfig& config, DiagnosticList& out) {
+                      const HfTrainingArgs& hf, DeepSpeedConfig& config, DiagnosticList& out) {
   const std::optional<std::string> relative = reader.read_string(field);
   if (!relative) {
     return;
@@ -104,7 +120,7 @@ void read_config_file(YamlReader& reader, const Field& field, std::string_view b
   } catch (const YAML::Exception&) {
     root.reset(json_to_yaml(json));
   }
-  detail::read_deepspeed_config(config_reader, Field{root, "deepspeed_config", {}}, config);
+  detail::read_deepspeed_config(config_reader, Field{root, "deepspeed_config", {}}, hf, config);
 }
 
 void read_timing(YamlReader& reader, const Field& field, TimingSpec& timing) {
@@ -123,6 +139,37 @@ void read_timing(YamlReader& reader, const Field& field, TimingSpec& timing) {
   }
 }
 
+// The `hf:` block: what the HF integration fills "auto" values from.
+void read_hf(YamlReader& reader, const Field& field, HfTrainingArgs& hf) {
+  if (!reader.expect_map(field)) {
+    return;
+  }
+  reader.check_keys(field.value, kHfKeys, "'hf'");
+  for (const auto& entry : field.value) {
+    const std::string& key = entry.first.Scalar();
+    const Field value{entry.second, key, entry.first};
+    if (key == "hidden_size") {
+      if (auto size = reader.read_int(value, 1)) {
+        if (*size > kMaxHiddenSize) {
+          reader.error(entry.second, fmt::format("expected a hidden size of at most {}, got {}",
+                                                 kMaxHiddenSize, *size));
+        } else {
+          hf.hidden_size = *size;
+        }
+      }
+    } else if (key == "per_device_train_batch_size" || key == "gradient_accumulation_steps") {
+      if (auto count = reader.read_int(value, 1)) {
+        (key == "per_device_train_batch_size" ? hf.per_device_train_batch_size
+                                              : hf.gradient_accumulation_steps) = *count;
+      }
+    } else if (key == "fp16" || key == "bf16") {
+      if (auto flag = reader.read_bool(value)) {
+        (key == "fp16" ? hf.fp16 : hf.bf16) = *flag;
+      }
+    }
+  }
+}
+
 void read_top_level(YamlReader& reader, const YAML::Node& root, std::string_view base_dir,
                     Scenario& scenario, DiagnosticList& out) {
   if (!root.IsMap()) {
@@ -134,7 +181,14 @@ void read_top_level(YamlReader& reader, const YAML::Node& root, std::string_view
     }
     return;
   }
-  reader.check_keys(root, kTopKeys, "the scenario");
+  // Keys starting with `x-` are ignored: a place to define YAML anchors for merge keys.
+  YAML::Node checked(YAML::NodeType::Map);
+  for (const auto& entry : root) {
+    if (!entry.first.IsScalar() || entry.first.Scalar().rfind("x-", 0) != 0) {
+      checked.force_insert(entry.first, entry.second);
+    }
+  }
+  reader.check_keys(checked, kTopKeys, "the scenario");
   detail::ScenarioParser parser(reader, scenario);
   const auto find = [&](std::string_view name) -> std::optional<Field> {
     for (const auto& entry : root) {
@@ -168,15 +222,32 @@ void read_top_level(YamlReader& reader, const YAML::Node& root, std::string_view
   if (auto field = find("zenflow")) {
     scenario.zenflow = reader.read_bool(*field).value_or(false);
   }
+  // The schedule first: "auto" values may be filled from its number of steps.
+  const std::optional<Field> model_field = require("model");
+  if (auto field = require("schedule")) {
+    parser.read_schedule(*field);
+  }
+  HfTrainingArgs hf;
+  hf.world_size = scenario.world_size;
+  for (const ScheduleItem& item : scenario.schedule) {
+    if (item.kind == ScheduleItem::Kind::Train) {
+      hf.training_steps += item.steps;
+    }
+  }
+  if (auto field = find("hf")) {
+    read_hf(reader, *field, hf);
+  }
   const std::optional<Field> inline_config = find("deepspeed");
   const std::optional<Field> config_file = find("deepspeed_config");
-  if (inline_config && config_file) {
-    reader.error(config_file->key, "give either 'deepspeed' or 'deepspeed_config', not both");
-  } else if (inline_config) {
-    detail::read_deepspeed_config(reader, *inline_config, scenario.config);
-  } else if (config_file) {
-    read_config_file(reader, *config_file, base_dir, scenario.config, out);
-  } else {
+  if (config_file) {
+    read_config_file(reader, *config_file, base_dir, hf, scenario.config, out);
+  }
+  if (inline_config) {
+    // Inline keys override the file's, key by key.
+    detail::read_deepspeed_config(reader, *inline_config, hf, scenario.config,
+                                  config_file.has_value());
+  }
+  if (!inline_config && !config_file) {
     // No ds_config at all: zfetch simulates ZeRO-3, so the one required key is implied.
     scenario.config.zero.stage = 3;
   }
@@ -184,11 +255,11 @@ void read_top_level(YamlReader& reader, const YAML::Node& root, std::string_view
   if (auto field = find("timing")) {
     read_timing(reader, *field, scenario.timing);
   }
-  if (auto field = require("model")) {
-    parser.read_model(*field);
+  if (auto field = find("templates")) {
+    parser.read_templates(*field);
   }
-  if (auto field = require("schedule")) {
-    parser.read_schedule(*field);
+  if (model_field) {
+    parser.read_model(*model_field);
   }
   if (auto field = find("expect")) {
     parser.read_expectations(*field);
@@ -207,6 +278,7 @@ LoadResult parse_scenario_text(std::string_view file_name, std::string_view text
   scenario.path = file;
   try {
     if (const std::optional<YAML::Node> root = detail::load_yaml_within_limits(reader, text)) {
+      detail::apply_merge_keys(*root, reader);
       read_top_level(reader, *root, base_dir, scenario, result.diagnostics);
     }
   } catch (const YAML::Exception& e) {
@@ -231,6 +303,13 @@ LoadResult parse_scenario_text(std::string_view file_name, std::string_view text
                      }
                      return a.loc.col < b.loc.col;
                    });
+  // A template's error is found once per instance: report it once.
+  result.diagnostics.erase(std::unique(result.diagnostics.begin(), result.diagnostics.end(),
+                                       [](const Diagnostic& a, const Diagnostic& b) {
+                                         return a.file == b.file && a.loc.line == b.loc.line &&
+                                                a.loc.col == b.loc.col && a.message == b.message;
+                                       }),
+                           result.diagnostics.end());
   if (result.diagnostics.empty()) {
     result.scenario = std::move(scenario);
   }

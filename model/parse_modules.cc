@@ -16,6 +16,13 @@ using namespace std::string_view_literals;
 
 constexpr std::array kModuleKeys = {"name"sv,    "class"sv, "params"sv,  "children"sv,
                                     "forward"sv, "leaf"sv,  "outputs"sv, "compute_us"sv};
+constexpr std::array kInstanceKeys = {"name"sv,     "class"sv, "params"sv,   "children"sv,
+                                      "forward"sv,  "leaf"sv,  "outputs"sv,  "compute_us"sv,
+                                      "template"sv, "count"sv, "overrides"sv};
+// Instances of one entry, and modules of one scenario: bounds that keep a typo (or nested
+// counts) from exhausting memory; a 1000-layer model with 100 modules a layer fits.
+constexpr int64_t kMaxCount = 100'000;
+constexpr size_t kMaxModules = size_t{1} << 20;
 constexpr std::array kParamKeys = {"shape"sv, "numel"sv, "dtype"sv, "frozen"sv, "tied_to"sv};
 constexpr std::array kDtypes = {"fp32"sv, "bf16"sv, "fp16"sv};
 // The largest parameter accepted, in elements (2^40, 4 TiB in fp32; real tensors stay below
@@ -54,12 +61,174 @@ void ScenarioParser::read_model(const Field& root) {
   build_graph();
 }
 
+void ScenarioParser::read_templates(const Field& field) {
+  if (!reader_.expect_map(field)) {
+    return;
+  }
+  for (const auto& entry : field.value) {
+    if (!entry.first.IsScalar()) {
+      reader_.error(entry.first,
+                    fmt::format("expected a template name, got {}", describe_value(entry.first)));
+      continue;
+    }
+    if (std::find(template_names_.begin(), template_names_.end(), entry.first.Scalar()) !=
+        template_names_.end()) {
+      reader_.error(entry.first, fmt::format("duplicate template '{}'", entry.first.Scalar()));
+    }
+    template_names_.push_back(entry.first.Scalar());
+  }
+  templates_.reset(field.value);
+}
+
+namespace {
+
+std::optional<YAML::Node> find_key(const YAML::Node& map, std::string_view key) {
+  for (const auto& entry : map) {
+    if (entry.first.IsScalar() && entry.first.Scalar() == key) {
+      return entry.first;
+    }
+  }
+  return std::nullopt;
+}
+
+// The value of `key` in `map`; an undefined node when there is none.
+YAML::Node value_of(const YAML::Node& map, std::string_view key) {
+  for (const auto& entry : map) {
+    if (entry.first.IsScalar() && entry.first.Scalar() == key) {
+      return entry.second;
+    }
+  }
+  return YAML::Node(YAML::NodeType::Undefined);
+}
+
+}  // namespace
+
 void ScenarioParser::read_module(const Field& field, ModuleIndex parent) {
   if (!reader_.expect_map(field)) {
     return;
   }
   const YAML::Node& node = field.value;
+  if (const std::optional<YAML::Node> template_key = find_key(node, "template")) {
+    reader_.check_keys(node, kInstanceKeys, "a module");
+    read_instances(node, *template_key, parent);
+    return;
+  }
   reader_.check_keys(node, kModuleKeys, "a module");
+  if (find_key(node, "count") || find_key(node, "overrides")) {
+    reader_.error(node, "'count' and 'overrides' need a 'template' to instantiate");
+  }
+  read_module_layers({node}, node, parent, nullptr);
+}
+
+void ScenarioParser::read_instances(const YAML::Node& node, const YAML::Node& template_key,
+                                    ModuleIndex parent) {
+  const YAML::Node name_value = value_of(node, "template");
+  const std::optional<std::string> name =
+      reader_.read_string({name_value, "template", template_key});
+  if (!name) {
+    return;
+  }
+  const YAML::Node body =
+      templates_.IsDefined() ? value_of(templates_, *name) : YAML::Node(YAML::NodeType::Undefined);
+  if (!body.IsDefined()) {
+    reader_.error(name_value, fmt::format("unknown template '{}'", *name),
+                  reader_.did_you_mean(name_value, *name, template_names_));
+    return;
+  }
+  if (std::find(instantiating_.begin(), instantiating_.end(), *name) != instantiating_.end()) {
+    reader_.error(name_value, fmt::format("template '{}' contains itself", *name));
+    return;
+  }
+  if (!reader_.expect_map({body, *name, {}})) {
+    return;
+  }
+  if (std::find(checked_templates_.begin(), checked_templates_.end(), *name) ==
+      checked_templates_.end()) {
+    checked_templates_.push_back(*name);
+    reader_.check_keys(body, kModuleKeys, fmt::format("template '{}'", *name));
+  }
+
+  int64_t count = 0;  // 0: one instance named by `name`
+  if (const std::optional<YAML::Node> count_key = find_key(node, "count")) {
+    count = reader_.read_int({value_of(node, "count"), "count", *count_key}, 1).value_or(0);
+    if (count > kMaxCount) {
+      reader_.error(value_of(node, "count"),
+                    fmt::format("expected at most {} instances, got {}", kMaxCount, count));
+      return;
+    }
+    if (count == 0) {
+      return;
+    }
+    if (const std::optional<YAML::Node> name_key = find_key(node, "name")) {
+      reader_.error(*name_key,
+                    "instances of 'count' are named 0, 1, ... as a ModuleList's are; remove "
+                    "'name'");
+    }
+  }
+  std::vector<YAML::Node> overrides(static_cast<size_t>(std::max<int64_t>(count, 1)));
+  if (const std::optional<YAML::Node> overrides_key = find_key(node, "overrides")) {
+    const YAML::Node map = value_of(node, "overrides");
+    if (count == 0) {
+      reader_.error(*overrides_key, "'overrides' applies to the instances of a 'count'");
+    } else if (reader_.expect_map({map, "overrides", *overrides_key})) {
+      for (const auto& entry : map) {
+        const std::optional<int64_t> index = reader_.read_int({entry.first, "overrides", {}}, 0);
+        if (!index) {
+          continue;
+        }
+        if (*index >= count) {
+          reader_.error(entry.first,
+                        fmt::format("instance {} is out of range; 'count' is {}", *index, count));
+        } else if (reader_.expect_map({entry.second, "overrides", entry.first})) {
+          reader_.check_keys(entry.second, kModuleKeys,
+                             fmt::format("the overrides of instance {}", *index));
+          overrides[static_cast<size_t>(*index)].reset(entry.second);
+        }
+      }
+    }
+  }
+
+  instantiating_.push_back(*name);
+  if (count == 0) {
+    read_module_layers({node, body}, node, parent, nullptr);
+  } else {
+    for (int64_t i = 0; i < count; ++i) {
+      const std::string index_name = std::to_string(i);
+      const YAML::Node& instance = overrides[static_cast<size_t>(i)];
+      if (instance.IsDefined()) {
+        read_module_layers({instance, node, body}, node, parent, &index_name);
+      } else {
+        read_module_layers({node, body}, node, parent, &index_name);
+      }
+    }
+  }
+  instantiating_.pop_back();
+}
+
+void ScenarioParser::read_module_layers(const std::vector<YAML::Node>& layers,
+                                        const YAML::Node& node, ModuleIndex parent,
+                                        const std::string* index_name) {
+  if (scenario_.modules.size() >= kMaxModules) {
+    if (!module_limit_reported_) {
+      reader_.error(node, fmt::format("the model has more than {} modules", kMaxModules));
+      module_limit_reported_ = true;
+    }
+    return;
+  }
+  // The module's entries: for each key, the first layer that has it.
+  std::vector<std::pair<YAML::Node, YAML::Node>> entries;
+  std::vector<std::string> seen;
+  for (const YAML::Node& layer : layers) {
+    for (const auto& entry : layer) {
+      const std::string& key = entry.first.Scalar();
+      if (key == "template" || key == "count" || key == "overrides" ||
+          std::find(seen.begin(), seen.end(), key) != seen.end()) {
+        continue;
+      }
+      seen.push_back(key);
+      entries.emplace_back(entry.first, entry.second);
+    }
+  }
 
   const ModuleIndex index = static_cast<ModuleIndex>(scenario_.modules.size());
   ModuleSpec module;
@@ -67,17 +236,21 @@ void ScenarioParser::read_module(const Field& field, ModuleIndex parent) {
   module.loc = YamlReader::loc(node);
   YAML::Node name_node = node;
   bool has_name = false;
-  for (const auto& entry : node) {
-    if (entry.first.Scalar() != "name") {
+  if (index_name != nullptr) {
+    has_name = true;
+    module.name = *index_name;
+  }
+  for (const auto& [key_node, value_node] : entries) {
+    if (index_name != nullptr || key_node.Scalar() != "name") {
       continue;
     }
     has_name = true;
-    name_node.reset(entry.first);
-    if (auto name = reader_.read_string({entry.second, "name", entry.first})) {
-      name_node.reset(entry.second);
+    name_node.reset(key_node);
+    if (auto name = reader_.read_string({value_node, "name", key_node})) {
+      name_node.reset(value_node);
       module.name = *name;
       if (name->empty() || name->find('.') != std::string::npos) {
-        reader_.error(entry.second,
+        reader_.error(value_node,
                       fmt::format("module name '{}' must be non-empty and contain no '.'", *name));
       }
     }
@@ -96,7 +269,7 @@ void ScenarioParser::read_module(const Field& field, ModuleIndex parent) {
   // Own params before children: Scenario::params is in module pre-order.
   YAML::Node children_key;
   YAML::Node children;
-  for (const auto& entry : node) {
+  for (const auto& entry : entries) {
     const std::string& key = entry.first.Scalar();
     const Field value{entry.second, key, entry.first};
     ModuleSpec& spec = scenario_.modules[index];

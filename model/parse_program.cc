@@ -19,6 +19,7 @@ using namespace std::string_view_literals;
 constexpr std::array kOpKindKeys = {"call"sv, "access"sv, "checkpoint"sv, "repeat"sv, "returns"sv};
 constexpr std::array kOpKeys = {"call"sv,    "access"sv, "checkpoint"sv, "repeat"sv,
                                 "returns"sv, "kind"sv,   "body"sv,       "when"sv};
+constexpr std::array kCallEachKeys = {"call_each"sv, "when"sv};
 constexpr std::array kConditionKeys = {"step"sv, "micro_step"sv, "rank"sv, "engine"sv, "phase"sv};
 constexpr std::array kPhases = {"train"sv, "eval"sv};
 constexpr std::array kAccessKinds = {"data"sv, "metadata"sv};
@@ -46,12 +47,50 @@ std::vector<Op> ScenarioParser::read_ops(const Field& field, ModuleIndex module)
     return ops;
   }
   for (const YAML::Node& node : field.value) {
+    if (node.IsMap() && std::any_of(node.begin(), node.end(), [](const auto& entry) {
+          return entry.first.IsScalar() && entry.first.Scalar() == "call_each";
+        })) {
+      read_call_each(node, module, ops);
+      continue;
+    }
     Op op;
     if (read_op(node, module, op)) {
       ops.push_back(std::move(op));
     }
   }
   return ops;
+}
+
+void ScenarioParser::read_call_each(const YAML::Node& node, ModuleIndex module,
+                                    std::vector<Op>& ops) {
+  // `for layer in self.layers: x = layer(x)`: the container itself runs no forward, so it
+  // gets no hooks; each child is called in registration order.
+  reader_.check_keys(node, kCallEachKeys, "a 'call_each' operation");
+  Condition when;
+  std::optional<ModuleIndex> container;
+  for (const auto& entry : node) {
+    if (entry.first.Scalar() == "when") {
+      when = read_condition({entry.second, "when", entry.first});
+    } else if (entry.first.Scalar() == "call_each") {
+      container = resolve_call(entry.second, module);
+      if (container && scenario_.modules[*container].children.empty()) {
+        reader_.error(entry.second,
+                      fmt::format("'{}' has no children to call", describe(*container)));
+        container.reset();
+      }
+    }
+  }
+  if (!container) {
+    return;
+  }
+  for (ModuleIndex child : scenario_.modules[*container].children) {
+    Op op;
+    op.kind = Op::Kind::Call;
+    op.loc = YamlReader::loc(node);
+    op.when = when;
+    op.callee = child;
+    ops.push_back(std::move(op));
+  }
 }
 
 bool ScenarioParser::read_op(const YAML::Node& node, ModuleIndex module, Op& op) {

@@ -19,12 +19,20 @@ class ScenarioParser {
   /// Reads the module tree rooted at `root`, then ties, forward programs and the graph. The
   /// programs come last because they may name any module or parameter of the file.
   void read_model(const Field& root);
+  /// The `templates:` block: module bodies that `template: NAME` instantiates (before read_model).
+  void read_templates(const Field& field);
   void read_schedule(const Field& field);
   /// Needs read_model first: expectations name modules.
   void read_expectations(const Field& field);
 
  private:
   void read_module(const Field& field, ModuleIndex parent);
+  void read_instances(const YAML::Node& node, const YAML::Node& template_key, ModuleIndex parent);
+  /// One module from `layers` of mappings, the first layer that has a key giving its value
+  /// (an instance's override, the instance entry `node`, its template). `index_name` names
+  /// the `count` instances `0`, `1`, ... as a ModuleList does.
+  void read_module_layers(const std::vector<YAML::Node>& layers, const YAML::Node& node,
+                          ModuleIndex parent, const std::string* index_name);
   void read_params(const Field& field, ModuleIndex module);
   void read_param(const YAML::Node& key, const YAML::Node& value, ModuleIndex module);
   bool read_shape(const Field& field, ParamSpec& param);
@@ -35,6 +43,7 @@ class ScenarioParser {
 
   std::vector<Op> read_ops(const Field& field, ModuleIndex module);
   bool read_op(const YAML::Node& node, ModuleIndex module, Op& op);
+  void read_call_each(const YAML::Node& node, ModuleIndex module, std::vector<Op>& ops);
   bool read_body(const YAML::Node& op_node, std::string_view kind, ModuleIndex module, Op& op);
   Condition read_condition(const Field& field);
   std::optional<ModuleIndex> resolve_call(const YAML::Node& node, ModuleIndex module);
@@ -56,6 +65,12 @@ class ScenarioParser {
   // Lookup only (never iterated into output).
   std::unordered_map<std::string, ParamIndex> param_by_name_;
   std::unordered_map<std::string, ModuleIndex> module_by_name_;
+
+  YAML::Node templates_;
+  std::vector<std::string> template_names_;
+  std::vector<std::string> instantiating_;  // the template stack, to refuse a template in itself
+  std::vector<std::string> checked_templates_;
+  bool module_limit_reported_ = false;
 
   struct PendingTie {
     ParamIndex param;

@@ -220,7 +220,7 @@ std::optional<int64_t> YamlReader::read_int(const Field& field, int64_t min,
   const char* kind = min >= 0 ? "unsigned integer" : "integer";
   const YAML::Node& value = field.value;
   if (allow_float_form && value.IsScalar() && value.Scalar() == "auto") {
-    error(value, fmt::format("'auto' is resolved by the HF integration; give a number for '{}'",
+    error(value, fmt::format("'auto' is not filled by the HF integration for '{}'; give a number",
                              field.name));
     return std::nullopt;
   }
@@ -253,8 +253,9 @@ std::optional<bool> YamlReader::read_bool(const Field& field) {
       return false;
     }
     if (text == "auto") {
-      error(value, fmt::format("'auto' is resolved by the HF integration; give a boolean for '{}'",
-                               field.name));
+      error(value,
+            fmt::format("'auto' is not filled by the HF integration for '{}'; give a boolean",
+                        field.name));
       return std::nullopt;
     }
   }

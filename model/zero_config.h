@@ -52,6 +52,13 @@ struct ZeroConfig {
   int64_t allgather_bucket_size = 500'000'000;
 };
 
+/// A ds_config "auto" value and what the HF integration fills it with, for reports.
+struct ResolvedAuto {
+  std::string key;    ///< dotted: `zero_optimization.stage3_prefetch_bucket_size`
+  std::string value;  ///< as text: `15099494`, `false`
+  std::string rule;   ///< how: `0.9 * hidden_size^2 rounded down, hidden_size 4096`
+};
+
 /// The top-level ds_config keys zfetch reads.
 struct DeepSpeedConfig {
   int64_t train_micro_batch_size_per_gpu = 1;
@@ -60,6 +67,7 @@ struct DeepSpeedConfig {
   bool fp16 = false;
   bool bf16 = false;
   ZeroConfig zero;
+  std::vector<ResolvedAuto> resolved_auto;  ///< in file order
 };
 
 }  // namespace zfetch::model

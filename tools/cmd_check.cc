@@ -20,6 +20,7 @@ namespace {
 
 struct CheckOptions {
   std::vector<std::string> paths;
+  std::vector<std::string> sets;
   bool verbose = false;
   uint64_t max_events = kDefaultMaxEvents;
 };
@@ -86,7 +87,7 @@ int check(const CheckOptions& options) {
   int failed = 0;
   bool bad_input = false;
   for (const std::string& file : collect(options.paths)) {
-    const std::optional<model::Scenario> scenario = load_or_report(file);
+    const std::optional<model::Scenario> scenario = load_or_report(file, options.sets);
     if (!scenario) {
       bad_input = true;
       ++failed;
@@ -151,6 +152,9 @@ void setup_check(CLI::App& sub, std::function<int()>& action) {
   sub.add_option("--max-events", options->max_events,
                  "a run that needs more simulated events is bad input (exit 2)")
       ->capture_default_str();
+  sub.add_option("--set", options->sets,
+                 "override a config value in every scenario, KEY=VALUE (as `zfetch sweep --set`)")
+      ->allow_extra_args(false);
   sub.add_flag("-v,--verbose", options->verbose, "also list the runs that passed");
   sub.callback([&action, options] { action = [options] { return check(*options); }; });
 }

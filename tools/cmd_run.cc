@@ -36,6 +36,7 @@ struct RunOptions {
   std::string replay_schedule_path;
   std::string calibration_path;  // instead of the scenario's timing.calibration
   std::string expect_order_path;
+  std::vector<std::string> sets;
   bool json = false;
   bool strict = false;  // a latent hazard exits 1
   bool per_module = false;
@@ -70,7 +71,7 @@ int run(const RunOptions& options) {
   if (!discovery) {
     return kExitBadInput;
   }
-  const std::optional<model::Scenario> scenario = load_or_report(options.scenario);
+  const std::optional<model::Scenario> scenario = load_or_report(options.scenario, options.sets);
   if (!scenario) {
     return kExitBadInput;
   }
@@ -214,6 +215,9 @@ int run(const RunOptions& options) {
       nlohmann::ordered_json j = outcome_json(*scenario, *discovery, outcome);
       j["hazards"] =
           hazardous ? hazard_json(*scenario, outcome, changes) : nlohmann::ordered_json::array();
+      for (const model::ResolvedAuto& resolved : scenario->config.resolved_auto) {
+        j["hf_auto"][resolved.key] = {{"value", resolved.value}, {"rule", resolved.rule}};
+      }
       j["calibration"] = calibration.calibration->machine;
       j["timeline"] =
           nlohmann::ordered_json::parse(sim::format_summary_json(timeline.summary(), *scenario));
@@ -223,6 +227,10 @@ int run(const RunOptions& options) {
       std::fputs(outcome_text(*scenario, *discovery, outcome, colour).c_str(), stdout);
       if (hazardous) {
         std::fputs(hazard_text(*scenario, *discovery, outcome, changes, colour).c_str(), stdout);
+      }
+      if (const std::string autos = resolved_auto_text(*scenario); !autos.empty()) {
+        std::printf("\nds_config \"auto\" values, filled as the HF integration fills them:\n%s",
+                    autos.c_str());
       }
       std::printf("\nsimulated time (calibration: %s)\n", calibration.calibration->machine.c_str());
       SummaryTextOptions text_options;
@@ -270,6 +278,9 @@ void setup_run(CLI::App& sub, std::function<int()>& action) {
   sub.add_option("--max-events", options->max_events,
                  "stop with exit 2 after this many simulated events")
       ->capture_default_str();
+  sub.add_option("--set", options->sets,
+                 "override a config value, KEY=VALUE (the keys of `zfetch sweep --set`; repeat it)")
+      ->allow_extra_args(false);
   sub.add_flag("--per-module", options->per_module,
                "add the 20 modules with the most exposed communication to the summary");
   sub.add_flag("--all", options->all_modules, "with --per-module: every module, not the top 20");

@@ -7,14 +7,38 @@
 #include <cstdio>
 
 #include "diag/render.h"
+#include "model/config_override.h"
 #include "model/load.h"
 
 namespace zfetch::tools {
 
-std::optional<model::Scenario> load_or_report(const std::string& path) {
+std::optional<model::Scenario> load_or_report(const std::string& path,
+                                              std::span<const std::string> overrides) {
   model::LoadResult result = model::load_scenario_file(path);
   for (const model::Diagnostic& diagnostic : result.diagnostics) {
     std::fputs(diag::render(diagnostic).c_str(), stderr);
+  }
+  if (!result.scenario) {
+    return std::nullopt;
+  }
+  for (const std::string& set : overrides) {
+    const size_t eq = set.find('=');
+    std::optional<std::string> error;
+    if (eq == std::string::npos || eq == 0) {
+      error = "expected KEY=VALUE";
+    } else {
+      error = model::set_config_value(*result.scenario, std::string_view(set).substr(0, eq),
+                                      std::string_view(set).substr(eq + 1));
+    }
+    if (error) {
+      std::fputs(fmt::format("command line: error: --set '{}': {}\n", set, *error).c_str(), stderr);
+      return std::nullopt;
+    }
+    // A value set on the command line is no longer the "auto" one.
+    const std::string key = set.substr(0, eq);
+    std::erase_if(result.scenario->config.resolved_auto, [&](const model::ResolvedAuto& r) {
+      return r.key == key || r.key == "zero_optimization." + key;
+    });
   }
   return std::move(result.scenario);
 }
@@ -26,6 +50,14 @@ std::optional<model::Discovery> discovery_or_report(const std::string& name) {
                name, fmt::join(model::discovery_names(), ", "));
   }
   return discovery;
+}
+
+std::string resolved_auto_text(const model::Scenario& scenario) {
+  std::string text;
+  for (const model::ResolvedAuto& resolved : scenario.config.resolved_auto) {
+    text += fmt::format("  {} = {} ({})\n", resolved.key, resolved.value, resolved.rule);
+  }
+  return text;
 }
 
 }  // namespace zfetch::tools
