@@ -28,5 +28,6 @@ void setup_check(CLI::App& sub, std::function<int()>& action);
 void setup_sweep(CLI::App& sub, std::function<int()>& action);
 void setup_diff(CLI::App& sub, std::function<int()>& action);
 void setup_fuzz(CLI::App& sub, std::function<int()>& action);
+void setup_explain(CLI::App& sub, std::function<int()>& action);
 
 }  // namespace zfetch::tools

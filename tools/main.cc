@@ -28,6 +28,8 @@ constexpr Command kCommands[] = {
     {"graph", "print the module tree as Graphviz DOT", zfetch::tools::setup_graph},
     {"validate", "load scenarios or traces and report every problem",
      zfetch::tools::setup_validate},
+    {"explain", "explain a DeepSpeed ZeRO-3 fetch error or warning as pasted",
+     zfetch::tools::setup_explain},
 };
 
 // A first word that names no subcommand gets ninja's message, with the closest name.

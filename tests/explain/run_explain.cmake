@@ -1,0 +1,23 @@
+# Runs `zfetch explain INPUT`; compares stdout, stderr and the exit code with EXPECTED.out,
+# EXPECTED.stderr and EXPECTED.exit. ZFETCH_BLESS=1 in the environment rewrites them.
+execute_process(COMMAND ${ZFETCH} explain ${INPUT}
+                RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(DEFINED ENV{ZFETCH_BLESS})
+  file(WRITE ${EXPECTED}.out "${out}")
+  file(WRITE ${EXPECTED}.stderr "${err}")
+  file(WRITE ${EXPECTED}.exit "${code}\n")
+  return()
+endif()
+file(READ ${EXPECTED}.out want_out)
+file(READ ${EXPECTED}.stderr want_err)
+file(READ ${EXPECTED}.exit want_code)
+string(STRIP "${want_code}" want_code)
+if(NOT code STREQUAL want_code)
+  message(FATAL_ERROR "exit code ${code}, expected ${want_code}\nstderr:\n${err}")
+endif()
+if(NOT out STREQUAL want_out)
+  message(FATAL_ERROR "stdout differs\n--- expected\n${want_out}\n--- actual\n${out}")
+endif()
+if(NOT err STREQUAL want_err)
+  message(FATAL_ERROR "stderr differs\n--- expected\n${want_err}\n--- actual\n${err}")
+endif()

@@ -1,0 +1,454 @@
+// Explanations of DeepSpeed ZeRO-3 fetch messages (see ds_message_explain.h).
+#include "tools/ds_message_explain.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+
+namespace zfetch::tools {
+
+namespace {
+
+constexpr size_t kWidth = 100;
+
+// Appends `text` wrapped at kWidth columns: the first line after `first`, the others after
+// `indent` (a bullet's text lines up under its first word).
+void paragraph(std::string& out, std::string_view first, std::string_view indent,
+               std::string_view text) {
+  std::string line(first);
+  bool line_empty = true;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t space = text.find(' ', at);
+    const std::string_view word =
+        text.substr(at, space == std::string_view::npos ? std::string_view::npos : space - at);
+    at = space == std::string_view::npos ? text.size() : space + 1;
+    if (word.empty()) {
+      continue;
+    }
+    if (!line_empty && line.size() + 1 + word.size() > kWidth) {
+      out += line + "\n";
+      line = std::string(indent);
+      line_empty = true;
+    }
+    if (!line_empty) {
+      line += ' ';
+    }
+    line += word;
+    line_empty = false;
+  }
+  out += line + "\n";
+}
+
+void bullet(std::string& out, std::string_view text) {
+  paragraph(out, "  - ", "    ", text);
+}
+void note(std::string& out, std::string_view text) {
+  paragraph(out, "  ", "  ", text);
+}
+
+const char* const kTraceStep =
+    "The trace step is a fetch index within one pass (one forward and backward, recomputes "
+    "included), counted from 0 at every pass: not the training step. ZeRO-3 records the order of "
+    "module fetches in the first pass and checks and prefetches every later pass against it.";
+
+std::string describe(const ParamSummary& param) {
+  const std::string name = param.name.empty() ? fmt::format("parameter id {}", param.id)
+                                              : fmt::format("{} (id {})", param.name, param.id);
+  const std::string consumers =
+      param.consumers.empty()
+          ? "no module holds it"
+          : fmt::format("held by module{} {}", param.consumers.size() == 1 ? "" : "s",
+                        fmt::join(param.consumers, ", "));
+  return fmt::format(
+      "{}: {}, {}, {}, {} elements{}; {}", name,
+      param.status.empty() ? "status not printed" : param.status,
+      param.persist ? "persistent" : "not persistent", param.requires_grad ? "trainable" : "frozen",
+      param.ds_numel,
+      param.ds_shape.empty() ? "" : fmt::format(" [{}]", fmt::join(param.ds_shape, ", ")),
+      consumers);
+}
+
+void list_params(std::string& out, const std::vector<ParamSummary>& params) {
+  for (const ParamSummary& param : params) {
+    paragraph(out, "    ", "      ", describe(param));
+  }
+}
+
+std::string param_name(const ParamSummary& param) {
+  return param.name.empty() ? fmt::format("parameter id {}", param.id) : param.name;
+}
+
+// The owning module's name: everything before the last dot.
+std::string owner_of(const std::string& name) {
+  const size_t dot = name.rfind('.');
+  return dot == std::string::npos ? "" : name.substr(0, dot);
+}
+
+std::string last_part(const std::string& name) {
+  return name.substr(name.rfind('.') + 1);
+}
+
+void explain_tracing_error(std::string& out, const DsMessage& message) {
+  note(out, fmt::format("Module id {} ({}) failed the fetch-queue check at trace step {}: it "
+                        "needed parameters that the recorded fetch queue did not hold next.",
+                        message.module_id, message.training ? "training" : "eval", message.step));
+  note(out, kTraceStep);
+  out += "\nThe parameters:\n  needed by the module (not yet used at this step of the pass):\n";
+  list_params(out, message.expected);
+  out += message.got.empty() ? "  next in the recorded queue: nothing (the queue ran dry)\n"
+                             : "  next in the recorded queue:\n";
+  list_params(out, message.got);
+
+  out += "\nCause classes that fit:\n";
+  // A persistent parameter is the clearest case of the family; an AVAILABLE one fits too.
+  const ParamSummary* resident = nullptr;
+  for (const ParamSummary& param : message.expected) {
+    if (param.persist || (resident == nullptr && param.status == "AVAILABLE")) {
+      resident = &param;
+      if (param.persist) {
+        break;
+      }
+    }
+  }
+  if (resident != nullptr) {
+    const std::string owner = owner_of(resident->name);
+    bullet(out,
+           fmt::format(
+               "An external access of a resident parameter: DeepSpeed issue #8874's mechanism "
+               "(fixed by PR #8875). {} is {}. DeepSpeed up to 0.19.9 registers a parameter "
+               "read from outside its owner's forward (a parent reading `self.{}.weight` or "
+               "its `.dtype`, a tied or shared weight) as an external of the running module "
+               "only when the read finds it NOT_AVAILABLE. While the trace was recorded it was "
+               "resident, so no pass registered it; a later pass (after a checkpoint load, a "
+               "restart, or once it was partitioned) found it NOT_AVAILABLE, gathered it and "
+               "registered it as an external of module {}, which now fetches it where the trace "
+               "has the next module's parameter.",
+               param_name(*resident),
+               resident->persist ? "persistent, so it stays AVAILABLE between steps"
+                                 : "AVAILABLE at the fetch",
+               owner.empty() ? std::string("child") : last_part(owner), message.module_id));
+  } else if (!message.expected.empty()) {
+    bullet(out, fmt::format("A late external: {} is partitioned and was first read from outside "
+                            "its owner after the trace was recorded (a read on some steps or "
+                            "ranks only, or in a branch the first pass did not take); the read "
+                            "registered it as an external of module {}.",
+                            param_name(message.expected.front()), message.module_id));
+  }
+  bullet(out, fmt::format("A forward that differs between passes: module {} (or one before it) "
+                          "reads or calls something in this pass that it did not in the recorded "
+                          "one (a condition on the step, the rank, the data or self.training; a "
+                          "module called a different number of times).",
+                          message.module_id));
+
+  out += "\nChecks that tell them apart:\n";
+  if (resident != nullptr) {
+    bullet(out,
+           "Run with a DeepSpeed that contains PR #8875, or record with "
+           "zfetch_record.record(residency_independent=True): the #8874 family passes, a forward "
+           "that differs between passes still fails.");
+    if (resident->persist) {
+      bullet(out, fmt::format("Set stage3_param_persistence_threshold below {} (its size) so that "
+                              "{} is partitioned: the #8874 family then passes, because the read "
+                              "finds it NOT_AVAILABLE while the trace is recorded.",
+                              resident->ds_numel, param_name(*resident)));
+    }
+  }
+  if (!message.expected.empty() && !message.expected.front().name.empty()) {
+    bullet(out, fmt::format("Search the forwards of module {} and its parents for reads of {} "
+                            "(`.weight`, `.dtype`, `.shape`, `.data`) outside {}'s own forward.",
+                            message.module_id, message.expected.front().name,
+                            owner_of(message.expected.front().name)));
+  }
+  bullet(out,
+         "Does the failing pass follow a checkpoint load, a restart, an eval pass or a change of "
+         "data? A forward that differs fails on the first such pass whatever the version.");
+}
+
+void explain_short_trace(std::string& out, const DsMessage& message) {
+  note(out, fmt::format("A warning, not an error: at trace step {} module id {} was fetched, but "
+                        "the recorded trace has only {} module fetches: this pass fetches more "
+                        "modules than the pass that recorded the trace.",
+                        message.step, message.module_id, message.cache_length));
+  note(out, kTraceStep);
+  note(out,
+       "DeepSpeed drops the trace and records it again in this pass (no prefetching until it is "
+       "complete). Once after a change (the first eval pass, a resume) is normal; every step "
+       "means the forward differs from pass to pass and prefetching never works.");
+  out += "\nCause classes that fit:\n";
+  bullet(out,
+         "A module called more often than in the recorded pass (a loop whose length depends on "
+         "the data or the step, an extra branch, a generate loop).");
+  bullet(out,
+         "The recorded pass was shorter: it ended early (an exception, an early stop) or was an "
+         "eval pass of a shorter path.");
+  out += "\nChecks that tell them apart:\n";
+  bullet(out, "Does it repeat every step, or once after an eval pass or a resume?");
+  bullet(out,
+         "With zero_optimization.log_trace_cache_warnings rank 0 prints every invalidation: "
+         "compare the steps from pass to pass.");
+}
+
+void explain_module_mismatch(std::string& out, const DsMessage& message) {
+  note(out, fmt::format("A warning, not an error: at trace step {} the pass fetched module id {} "
+                        "where the recorded trace has module id {}: the order of module calls "
+                        "changed.",
+                        message.step, message.module_id, message.expected_module));
+  note(out, kTraceStep);
+  note(out,
+       "DeepSpeed drops the trace and records it again in this pass (no prefetching until it is "
+       "complete).");
+  out += "\nCause classes that fit:\n";
+  bullet(out,
+         "A forward that chooses modules by step, rank, data or self.training (an eval pass that "
+         "skips a branch, a mixture-of-experts router, a rank-dependent module).");
+  bullet(out,
+         "A checkpointed region recomputed in another order (reentrant against non-reentrant "
+         "checkpointing), or a module reused in another place.");
+  out += "\nChecks that tell them apart:\n";
+  bullet(out, fmt::format("Which modules have ids {} and {}? Ids number the modules in "
+                          "named_modules() order when the engine is built; zfetch_record's trace "
+                          "names them.",
+                          message.expected_module, message.module_id));
+  bullet(out,
+         "Does the warning repeat every step (a forward that always changes) or only once (the "
+         "first pass of a new mode)?");
+}
+
+void explain_inflight(std::string& out, const DsMessage& message) {
+  note(out,
+       "At the end of a pass, gathers that ZeRO-3 had started (prefetches) were never waited on: "
+       "the trace predicted modules that this pass did not run.");
+  out += "\nThe parameters:\n";
+  list_params(out, message.expected);
+  out += "\nCause classes that fit:\n";
+  bullet(out,
+         "A pass that stops early or skips modules the recorded pass ran (a conditional branch, "
+         "an exit from a loop, an exception caught by the training code).");
+  bullet(out,
+         "Modules run outside the forward and backward that ZeRO-3 traces (generate, a manual "
+         "call of a submodule).");
+  out += "\nChecks that tell them apart:\n";
+  bullet(out, "Does the last pass before the error skip the modules that own these parameters?");
+  bullet(out,
+         "DeepSpeed 0.19 and later clean the in-flight registry at each step instead of raising: "
+         "an upgrade hides the message, not the wasted prefetch.");
+}
+
+void explain_not_available(std::string& out, const DsMessage& message) {
+  note(out,
+       "DeepSpeed asserted a parameter's status: a parameter was used, waited on or gathered in a "
+       "status it cannot be in at that point.");
+  out += "\nThe parameters:\n";
+  list_params(out, message.expected);
+  out += "\nCause classes that fit:\n";
+  bullet(out,
+         "A parameter read outside any fetch while partitioned: a read from outside its owner "
+         "that the getter did not gather (outside an eager forward: a backward hook, a "
+         "recompute), or after its module released it.");
+  bullet(out,
+         "A gather started twice: the same parameter prefetched and fetched under two modules (a "
+         "tied or shared weight).");
+  out += "\nChecks that tell them apart:\n";
+  bullet(out, "Is the parameter shared by several modules (tied weights)?");
+  bullet(out, "Is it read in a backward hook or a checkpointed region?");
+}
+
+void explain_partitioned_used(std::string& out, const DsMessage& message) {
+  note(out, fmt::format("A tensor of shape {} was built from a parameter with 0 elements on this "
+                        "rank: a partitioned (NOT_AVAILABLE) ZeRO-3 parameter was used as a full "
+                        "tensor.",
+                        message.shape));
+  out += "\nCause classes that fit:\n";
+  bullet(out,
+         "A data read of a parameter from outside its owner that was not gathered: the getter "
+         "gathers only in an eager forward, so a read in a reentrant recompute or a backward hook "
+         "sees the partition. With DeepSpeed up to 0.19.9 this is also issue #8874's mechanism "
+         "for a persistent parameter that was resident when the trace was recorded and is "
+         "partitioned after a checkpoint load.");
+  bullet(out, "A parameter used after its module released it (kept in a closure or a cache).");
+  out += "\nChecks that tell them apart:\n";
+  bullet(out,
+         "Does the traceback run through torch.utils.checkpoint or a backward? Then it is a read "
+         "in a recompute.");
+  bullet(out,
+         "Does it start after a checkpoint load or a restart? Then try PR #8875 "
+         "(zfetch_record.record(residency_independent=True)).");
+}
+
+const char* kind_title(DsMessage::Kind kind) {
+  switch (kind) {
+  case DsMessage::Kind::TracingError:
+    return "fetch-queue mismatch (RuntimeError)";
+  case DsMessage::Kind::TraceTooShort:
+    return "trace invalidated: the pass is longer than the trace (warning)";
+  case DsMessage::Kind::ModuleMismatch:
+    return "trace invalidated: another module at this step (warning)";
+  case DsMessage::Kind::InflightParams:
+    return "in-flight parameters at the end of a pass (RuntimeError)";
+  case DsMessage::Kind::NotAvailable:
+    return "parameter status assertion";
+  case DsMessage::Kind::PartitionedUsed:
+    return "a partitioned parameter used as a tensor";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string scenario_skeleton(const std::vector<ParamSummary>& params) {
+  // The module tree from the names: each dotted prefix is a module.
+  std::map<std::string, std::vector<const ParamSummary*>> own;
+  std::set<std::string> modules;
+  int64_t largest_persistent = -1;
+  for (const ParamSummary& param : params) {
+    if (param.name.empty()) {
+      continue;
+    }
+    const std::string owner = owner_of(param.name);
+    own[owner].push_back(&param);
+    for (size_t dot = 0; (dot = owner.find('.', dot)) != std::string::npos; ++dot) {
+      modules.insert(owner.substr(0, dot));
+    }
+    modules.insert(owner);
+    if (param.persist) {
+      largest_persistent = std::max(largest_persistent, param.ds_numel);
+    }
+  }
+  modules.erase("");
+  // Registration order: DeepSpeed numbers parameters in named_parameters() order, so a module
+  // comes where its first parameter's id does.
+  std::map<std::string, int64_t> first_id;
+  for (const ParamSummary& param : params) {
+    for (const std::string& module : modules) {
+      if (param.name.starts_with(module + ".")) {
+        auto [it, added] = first_id.emplace(module, param.id);
+        it->second = added ? param.id : std::min(it->second, param.id);
+      }
+    }
+  }
+  const auto by_first_id = [&](std::vector<std::string>& names) {
+    std::stable_sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+      return first_id[a] < first_id[b];
+    });
+  };
+  for (auto& [module, list] : own) {
+    std::stable_sort(list.begin(), list.end(),
+                     [](const ParamSummary* a, const ParamSummary* b) { return a->id < b->id; });
+  }
+  std::string out =
+      "name: from-explain\n"
+      "world_size: 2                     # the run's number of ranks\n"
+      "deepspeed:\n"
+      "  zero_optimization:\n"
+      "    stage: 3\n";
+  if (largest_persistent >= 0) {
+    out += fmt::format(
+        "    stage3_param_persistence_threshold: {}   # the persistent ones stay persistent\n",
+        largest_persistent);
+  }
+  std::set<std::string> seen;
+  std::function<void(const std::string&, int)> emit = [&](const std::string& module, int depth) {
+    const std::string indent(static_cast<size_t>(depth) * 2, ' ');
+    const std::string name = module.substr(module.rfind('.') + 1);
+    out += fmt::format("{}- name: {}\n", indent, name);
+    const auto found = own.find(module);
+    if (found != own.end()) {
+      out += fmt::format("{}  params:\n", indent);
+      for (const ParamSummary* param : found->second) {
+        if (!seen.insert(param->name).second) {
+          continue;
+        }
+        out += fmt::format(
+            "{}    {}: {{shape: [{}]{}}}\n", indent, param->name.substr(param->name.rfind('.') + 1),
+            fmt::join(param->ds_shape, ", "), param->requires_grad ? "" : ", frozen: true");
+      }
+    }
+    std::vector<std::string> children;
+    for (const std::string& other : modules) {
+      if (owner_of(other) == module && other != module) {
+        children.push_back(other);
+      }
+    }
+    by_first_id(children);
+    if (!children.empty()) {
+      out += fmt::format("{}  children:\n", indent);
+      for (const std::string& child : children) {
+        emit(child, depth + 2);
+      }
+    }
+  };
+  out += "model:\n  name: model\n";
+  std::vector<std::string> top;
+  for (const std::string& module : modules) {
+    if (module.find('.') == std::string::npos) {
+      top.push_back(module);
+    }
+  }
+  by_first_id(top);
+  if (!top.empty()) {
+    out += "  children:\n";
+    for (const std::string& module : top) {
+      emit(module, 2);
+    }
+  }
+  out +=
+      "  # forward: what each module calls and reads, in order (docs/scenario-format.md):\n"
+      "  # `call: child`, `access: child.weight` (kind: metadata for .dtype/.shape), checkpoints.\n"
+      "schedule:                         # the run as it went: steps, save, restart, load\n"
+      "  - train: {steps: 1}\n";
+  return out;
+}
+
+std::string explain_ds_messages(const std::vector<DsMessage>& messages) {
+  std::string out;
+  std::vector<ParamSummary> named;
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const DsMessage& message = messages[i];
+    out += fmt::format("{}[{}] line {}: {}\n  {}\n", i == 0 ? "" : "\n", i + 1, message.line,
+                       kind_title(message.kind), message.text);
+    switch (message.kind) {
+    case DsMessage::Kind::TracingError:
+      explain_tracing_error(out, message);
+      break;
+    case DsMessage::Kind::TraceTooShort:
+      explain_short_trace(out, message);
+      break;
+    case DsMessage::Kind::ModuleMismatch:
+      explain_module_mismatch(out, message);
+      break;
+    case DsMessage::Kind::InflightParams:
+      explain_inflight(out, message);
+      break;
+    case DsMessage::Kind::NotAvailable:
+      explain_not_available(out, message);
+      break;
+    case DsMessage::Kind::PartitionedUsed:
+      explain_partitioned_used(out, message);
+      break;
+    }
+    named.insert(named.end(), message.expected.begin(), message.expected.end());
+    named.insert(named.end(), message.got.begin(), message.got.end());
+  }
+  out += "\nNext step:\n";
+  bullet(out,
+         "Record the run: `pip install tools/recorder`, then run the training unchanged with "
+         "ZFETCH_RECORD=DIR set. It writes one trace and one scenario per rank, and `zfetch run "
+         "DIR/scenario.rank0.yaml` reproduces the run with the cause of its failure.");
+  const bool any_named = std::any_of(named.begin(), named.end(),
+                                     [](const ParamSummary& p) { return !p.name.empty(); });
+  if (any_named) {
+    bullet(out,
+           "Or write the scenario by hand from this skeleton of the parameters the messages name, "
+           "and `zfetch run` it under both --discovery policies:");
+    out += "\n";
+    out += scenario_skeleton(named);
+  }
+  return out;
+}
+
+}  // namespace zfetch::tools

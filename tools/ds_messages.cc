@@ -1,0 +1,204 @@
+// DeepSpeed ZeRO-3 fetch messages (see ds_messages.h).
+#include "tools/ds_messages.h"
+
+#include <algorithm>
+#include <charconv>
+#include <regex>
+
+namespace zfetch::tools {
+
+namespace {
+
+// The dict that starts at `open` (a '{'), up to its matching '}', skipping quoted text.
+std::string_view dict_at(std::string_view text, size_t open) {
+  int depth = 0;
+  char quote = 0;
+  for (size_t i = open; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quote != 0) {
+      if (c == quote) {
+        quote = 0;
+      }
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}' && --depth == 0) {
+      return text.substr(open, i - open + 1);
+    }
+  }
+  return text.substr(open);
+}
+
+std::optional<std::string> field(std::string_view dict, const char* pattern) {
+  std::match_results<std::string_view::const_iterator> match;
+  if (std::regex_search(dict.begin(), dict.end(), match, std::regex(pattern))) {
+    return match[1].str();
+  }
+  return std::nullopt;
+}
+
+int64_t to_int(const std::string& digits) {
+  int64_t value = -1;
+  std::from_chars(digits.data(), digits.data() + digits.size(), value);
+  return value;
+}
+
+std::vector<int64_t> int_list(const std::string& text) {
+  std::vector<int64_t> values;
+  static const std::regex number("-?\\d+");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), number);
+       it != std::sregex_iterator(); ++it) {
+    values.push_back(to_int(it->str()));
+  }
+  return values;
+}
+
+ParamSummary parse_summary(std::string_view dict) {
+  ParamSummary param;
+  if (auto named = field(dict, R"('id': 'name=(\S+) id=(\d+)')")) {
+    param.name = *named;
+    param.id = to_int(field(dict, R"('id': 'name=\S+ id=(\d+)')").value_or("-1"));
+  } else if (auto id = field(dict, R"('id': (\d+))")) {
+    param.id = to_int(*id);
+  }
+  param.status = field(dict, R"('status': '(\w+)')").value_or("");
+  param.numel = to_int(field(dict, R"('numel': (\d+))").value_or("0"));
+  param.ds_numel = to_int(field(dict, R"('ds_numel': (\d+))").value_or("0"));
+  param.ds_shape = int_list(field(dict, R"('ds_shape': \(([^)]*)\))").value_or(""));
+  param.requires_grad = field(dict, R"('requires_grad': (\w+))").value_or("True") == "True";
+  param.persist = field(dict, R"('persist': (\w+))").value_or("False") == "True";
+  const std::string consumers =
+      field(dict, R"('active_sub_modules': (set\(\)|\{[^}]*\}))").value_or("");
+  if (consumers != "set()") {
+    param.consumers = int_list(consumers);
+  }
+  return param;
+}
+
+uint32_t line_of(std::string_view text, size_t offset) {
+  return static_cast<uint32_t>(std::count(text.begin(), text.begin() + offset, '\n') + 1);
+}
+
+std::string first_line(std::string_view text, size_t offset) {
+  const size_t end = text.find('\n', offset);
+  std::string line(text.substr(offset, end == std::string_view::npos ? end : end - offset));
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) {
+    line.pop_back();
+  }
+  return line;
+}
+
+}  // namespace
+
+std::vector<ParamSummary> parse_param_summaries(std::string_view text) {
+  std::vector<ParamSummary> params;
+  size_t at = 0;
+  while ((at = text.find("{'id': ", at)) != std::string_view::npos) {
+    const std::string_view dict = dict_at(text, at);
+    params.push_back(parse_summary(dict));
+    at += dict.size();
+  }
+  return params;
+}
+
+// The text without the `[rank3]: ` that torchrun puts before each line of a rank's output, so
+// that a message broken over lines reads as DeepSpeed wrote it. Lines stay where they were.
+std::string without_rank_prefixes(std::string_view text) {
+  static const std::regex prefix(R"((^|\n)\[rank\d+\]: ?)");
+  return std::regex_replace(std::string(text), prefix, "$1");
+}
+
+std::vector<DsMessage> find_ds_messages(std::string_view raw) {
+  const std::string unprefixed = without_rank_prefixes(raw);
+  const std::string_view text(unprefixed);
+  struct Start {
+    size_t offset;
+    DsMessage::Kind kind;
+  };
+  // Where each message starts; a message runs to the next one's start.
+  static const std::regex starts(
+      R"(tracing error at step -?\d+|Invalidate trace cache @ step|still have inflight params|)"
+      R"(expect(?:ed)? param(?:\.ds_status ==| \{)|AssertionError: \{'id': |)"
+      R"(shape '\[[^\]]*\]' is invalid for input of size 0)");
+  std::vector<Start> found;
+  for (auto it = std::cregex_iterator(text.data(), text.data() + text.size(), starts);
+       it != std::cregex_iterator(); ++it) {
+    const std::string match = it->str();
+    const size_t offset = static_cast<size_t>(it->position());
+    DsMessage::Kind kind = DsMessage::Kind::NotAvailable;
+    if (match.starts_with("tracing error")) {
+      kind = DsMessage::Kind::TracingError;
+    } else if (match.starts_with("Invalidate")) {
+      kind = DsMessage::Kind::ModuleMismatch;
+    } else if (match.starts_with("still have")) {
+      kind = DsMessage::Kind::InflightParams;
+    } else if (match.starts_with("shape")) {
+      kind = DsMessage::Kind::PartitionedUsed;
+    }
+    found.push_back({offset, kind});
+  }
+
+  std::vector<DsMessage> messages;
+  for (size_t i = 0; i < found.size(); ++i) {
+    const size_t begin = found[i].offset;
+    const size_t end = i + 1 < found.size() ? found[i + 1].offset : text.size();
+    const std::string body(text.substr(begin, end - begin));
+    DsMessage message;
+    message.kind = found[i].kind;
+    message.line = line_of(text, begin);
+    message.text = first_line(text, begin);
+    std::smatch match;
+    switch (message.kind) {
+    case DsMessage::Kind::TracingError: {
+      if (std::regex_search(body, match,
+                            std::regex(R"(tracing error at step (-?\d+):\s*module id: (-?\d+), )"
+                                       R"(training: (\w+))"))) {
+        message.step = to_int(match[1]);
+        message.module_id = to_int(match[2]);
+        message.training = match[3] == "True";
+      }
+      const size_t but_got = body.find("but got");
+      const std::string_view all(body);
+      message.expected = parse_param_summaries(all.substr(0, but_got));
+      if (but_got != std::string::npos) {
+        message.got = parse_param_summaries(all.substr(but_got));
+      }
+      break;
+    }
+    case DsMessage::Kind::TraceTooShort:
+    case DsMessage::Kind::ModuleMismatch:
+      if (std::regex_search(body, match,
+                            std::regex(R"(@ step (-?\d+) and module (-?\d+): cache has only )"
+                                       R"((\d+) modules)"))) {
+        message.kind = DsMessage::Kind::TraceTooShort;
+        message.step = to_int(match[1]);
+        message.module_id = to_int(match[2]);
+        message.cache_length = to_int(match[3]);
+      } else if (std::regex_search(
+                     body, match,
+                     std::regex(R"(@ step (-?\d+): expected module (-?\d+), but got module )"
+                                R"((-?\d+))"))) {
+        message.step = to_int(match[1]);
+        message.expected_module = to_int(match[2]);
+        message.module_id = to_int(match[3]);
+      } else {
+        continue;  // not a message DeepSpeed writes
+      }
+      break;
+    case DsMessage::Kind::InflightParams:
+    case DsMessage::Kind::NotAvailable:
+      message.expected = parse_param_summaries(body);
+      break;
+    case DsMessage::Kind::PartitionedUsed:
+      if (std::regex_search(body, match, std::regex(R"(shape '(\[[^\]]*\])')"))) {
+        message.shape = match[1];
+      }
+      break;
+    }
+    messages.push_back(std::move(message));
+  }
+  return messages;
+}
+
+}  // namespace zfetch::tools
