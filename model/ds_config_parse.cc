@@ -188,6 +188,8 @@ bool is_auto(const YAML::Node& node) {
 // nullopt (reported) when it fills none.
 std::optional<Field> fill_auto(YamlReader& reader, const Field& field, std::string_view dotted_key,
                                AutoFill& autos) {
+  // A key given again (inline keys over a ds_config file) is no longer the file's "auto".
+  std::erase_if(autos.resolved, [&](const ResolvedAuto& r) { return r.key == dotted_key; });
   if (!is_auto(field.value)) {
     return field;
   }
