@@ -10,7 +10,7 @@ It runs, in ONE process group, every scenario of the manifest whose world_size i
 scenario_to_json.py: the device needs no YAML), under both discovery policies, one after the other, and
 writes into DIR, per scenario KEY and policy P:
 
-    KEY.P.rank0.jsonl        the rank-0 zfetch trace (tools/recorder/zfetch_record.py)
+    KEY.P.rank0.jsonl        the rank-0 zfetch trace (tools/recorder/zfetch_record/)
     KEY.P.rank0.notes.jsonl  the recorder's side notes (module/param tables, queues, residency, ...)
     KEY.P.result.json        outcome (pass, or the exception class and exact str(e)), where it failed
                              (engine, micro-step, call, phase), the id bases of this process for the

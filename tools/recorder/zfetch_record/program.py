@@ -1,0 +1,191 @@
+"""The forward program each module runs, observed: calls of submodules in order, reads of
+parameters from outside their owner (data or metadata), checkpoint regions (reentrant or not),
+parameters returned from a forward, and how many differentiable tensors a module returns.
+
+Recorded in eager training forwards only (a recompute replays the same program). The first
+program of each module is the one written; a later pass that differs is counted in ``changed``."""
+
+import torch
+import torch.utils.checkpoint
+from torch.overrides import TorchFunctionMode
+
+from .state import R, graph_task_active
+
+
+def _tensors(value):
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _tensors(item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(item)
+
+
+class _DataUse(TorchFunctionMode):
+    """Marks a pending external read as a data read when the parameter is an input of a torch op in
+    the reading forward itself (attribute reads such as ``.dtype`` or ``.shape`` are metadata)."""
+
+    def __init__(self, observer):
+        super().__init__()
+        self.observer = observer
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        frames = self.observer.frames
+        if getattr(func, "__name__", "") != "__get__" and frames and R.internal == 0:
+            pending = self.observer.pending
+            for tensor in _tensors((args, kwargs)):
+                entry = pending.get(id(tensor))
+                # Only the accessing forward's own ops: inside a child the child uses its own.
+                if entry is not None and entry[1] is frames[-1]:
+                    entry[0]["kind"] = "data"
+        return func(*args, **kwargs)
+
+
+class ProgramObserver:
+    """Frames of the running forwards; ``programs[name]`` is the op list of module ``name``."""
+
+    def __init__(self, names):
+        self.names = names  # id(module) -> qualified name, id(param) -> qualified name
+        self.frames = []
+        self.programs = {}
+        self.outputs = {}
+        self.changed = set()
+        self.pending = {}  # id(param) -> the access op waiting to learn data or metadata
+        self.data_use = _DataUse(self)
+        self.data_use_depth = 0
+        self.input_requires_grad = False
+        self.recording = True
+
+    def _active(self):
+        return self.recording and not graph_task_active()
+
+    def _relative(self, frame_name, target):
+        if frame_name == "":
+            return target
+        prefix = frame_name + "."
+        return target[len(prefix):] if target.startswith(prefix) else None
+
+    def module_enter(self, module, args):
+        if not self._active():
+            return
+        name = self.names.get(id(module))
+        if name is None:
+            return
+        if not self.frames and name == "":
+            self.input_requires_grad = any(t.requires_grad for t in _tensors(args))
+        if self.frames:
+            parent = self.frames[-1]
+            relative = self._relative(parent["module"], name)
+            if relative is not None:
+                parent["ops"].append({"call": relative})
+        self.frames.append({"module": name, "ops": [], "stack": []})
+
+    def module_exit(self, module, output):
+        if not self._active() or not self.frames:
+            return
+        name = self.names.get(id(module))
+        if name is None or self.frames[-1]["module"] != name:
+            return
+        frame = self.frames.pop()
+        for tensor in _tensors(output):
+            if isinstance(tensor, torch.nn.Parameter) and id(tensor) in self.names:
+                relative = self._relative(name, self.names[id(tensor)])
+                frame["ops"].append({"returns": relative if relative is not None else "/" + self.names[id(tensor)]})
+        for op in frame["ops"]:
+            if "access" in op:
+                self.pending.pop(op.pop("_param"), None)
+        self._leave_data_use(frame)
+        differentiable = sum(1 for t in _tensors(output) if t.requires_grad and not isinstance(t, torch.nn.Parameter))
+        if name not in self.programs:
+            self.programs[name] = frame["ops"]
+            self.outputs[name] = max(differentiable, 1)
+        elif self.programs[name] != frame["ops"]:
+            self.changed.add(name)
+
+    def external_access(self, top, param):
+        """A read of ``param`` while module ``top`` runs, from outside the param's owner."""
+        if self.frames and self.names.get(id(top)) == self.frames[-1]["module"]:
+            self.access(param)
+
+    def access(self, param):
+        """A read of ``param`` from outside its owner, by the module running now."""
+        if not self._active() or not self.frames:
+            return
+        frame = self.frames[-1]
+        top_name = frame["module"]
+        param_name = self.names.get(id(param))
+        if param_name is None:
+            return
+        relative = self._relative(top_name, param_name)
+        op = {"access": relative if relative is not None else "/" + param_name, "kind": "metadata",
+              "_param": id(param)}
+        self._target(frame).append(op)
+        self.pending[id(param)] = (op, frame)
+        if not frame.get("data_use"):
+            frame["data_use"] = True
+            self.data_use_depth += 1
+            if self.data_use_depth == 1:
+                self.data_use.__enter__()
+
+    def _leave_data_use(self, frame):
+        if frame.get("data_use"):
+            self.data_use_depth -= 1
+            if self.data_use_depth == 0:
+                self.data_use.__exit__(None, None, None)
+
+    def _target(self, frame):
+        return frame["stack"][-1] if frame["stack"] else frame["ops"]
+
+    def checkpoint_enter(self, reentrant):
+        if not self._active() or not self.frames:
+            return None
+        frame = self.frames[-1]
+        region = {"checkpoint": {"reentrant": bool(reentrant)}, "body": []}
+        self._target(frame).append(region)
+        # Calls inside the region land in its body: the region is a frame of the same module.
+        self.frames.append({"module": frame["module"], "ops": region["body"], "stack": [], "region": True})
+        return region
+
+    def checkpoint_exit(self, region):
+        if region is None or not self.frames or not self.frames[-1].get("region"):
+            return
+        frame = self.frames.pop()
+        self._leave_data_use(frame)
+        for op in frame["ops"]:
+            if "access" in op and "_param" in op:
+                self.pending.pop(op.pop("_param"), None)
+
+
+def install_module_hooks(observer):
+    """Global forward hooks on every nn.Module; returns the handles (remove them to stop)."""
+    from torch.nn.modules import module as module_mod
+    pre = module_mod.register_module_forward_pre_hook(lambda m, args: observer.module_enter(m, args))
+    post = module_mod.register_module_forward_hook(lambda m, args, out: observer.module_exit(m, out))
+    return [pre, post]
+
+
+_checkpoint_observers = []
+_original_checkpoint = None
+
+
+def observe_checkpoints(observer):
+    """Wrap torch.utils.checkpoint.checkpoint so regions and their reentrancy are observed."""
+    global _original_checkpoint
+    _checkpoint_observers.append(observer)
+    if _original_checkpoint is not None:
+        return
+    _original_checkpoint = torch.utils.checkpoint.checkpoint
+
+    def checkpoint(function, *args, use_reentrant=None, **kwargs):
+        reentrant = True if use_reentrant is None else use_reentrant
+        regions = [(o, o.checkpoint_enter(reentrant)) for o in _checkpoint_observers]
+        try:
+            return _original_checkpoint(function, *args, use_reentrant=use_reentrant, **kwargs)
+        finally:
+            for o, region in reversed(regions):
+                o.checkpoint_exit(region)
+
+    torch.utils.checkpoint.checkpoint = checkpoint
