@@ -6,8 +6,8 @@
 #include <fstream>
 #include <string>
 
-#include "model/load.h"
 #include "diag/render.h"
+#include "model/load.h"
 
 namespace zfetch::model {
 

@@ -4,8 +4,8 @@
 
 #include <string>
 
-#include "model/load.h"
 #include "diag/render.h"
+#include "model/load.h"
 
 namespace zfetch::model {
 
