@@ -25,7 +25,7 @@ std::string summary_of(const zfetch::model::Scenario& scenario,
   timeline.finish();
   const zfetch::sim::TimelineSummary& summary = timeline.summary();
   FUZZ_CHECK(summary.end_ns >= 0);
-  return zfetch::sim::format_summary_text(summary, scenario, true);
+  return zfetch::sim::format_summary_json(summary, scenario);
 }
 
 }  // namespace
