@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/ds_config_parse.h"
+#include "trace/json_escape.h"
 #include "trace/names.h"
 
 namespace zfetch::model {
@@ -38,33 +39,11 @@ std::string scalar(std::string_view text) {
   if (is_plain(text)) {
     return std::string(text);
   }
-  std::string out = "\"";
-  for (char c : text) {
-    switch (c) {
-    case '"':
-      out += "\\\"";
-      break;
-    case '\\':
-      out += "\\\\";
-      break;
-    case '\n':
-      out += "\\n";
-      break;
-    case '\t':
-      out += "\\t";
-      break;
-    case '\r':
-      out += "\\r";
-      break;
-    default:
-      if (static_cast<unsigned char>(c) < 0x20) {
-        out += fmt::format("\\x{:02x}", static_cast<unsigned>(static_cast<unsigned char>(c)));
-      } else {
-        out += c;
-      }
-    }
-  }
-  out += '"';
+  // A YAML double-quoted scalar reads JSON's escapes, so the trace writer's escaping serves.
+  std::string out(trace::max_escaped_size(text) + 2, '"');
+  char* end = trace::escape_json(text, out.data() + 1);
+  *end++ = '"';
+  out.resize(static_cast<size_t>(end - out.data()));
   return out;
 }
 
