@@ -49,12 +49,11 @@ nlohmann::ordered_json collective(const CollectiveCalibration& c) {
 void ReplayDrainMarks::on_event(const trace::Event& event) {
   if (event.kind == trace::EventKind::OptimizerStep && event.rank == rank_ &&
       timeline_ != nullptr) {
-    drains_.push_back(static_cast<uint32_t>(timeline_->recording().slices.size()));
+    drains_.push_back(static_cast<uint32_t>(timeline_->slices_recorded()));
   }
   if (event.kind == trace::EventKind::Wait && event.rank == rank_ && timeline_ != nullptr &&
       event.param_index != trace::Event::kNoIndex) {
-    waits_.emplace_back(static_cast<uint32_t>(timeline_->recording().slices.size()),
-                        event.param_index);
+    waits_.emplace_back(static_cast<uint32_t>(timeline_->slices_recorded()), event.param_index);
   }
   next_.on_event(event);
 }

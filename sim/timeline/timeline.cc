@@ -41,8 +41,14 @@ struct Timeline::RankState {
   int32_t rank = 0;
   std::array<Tick, kStreamCount> free{};  ///< when each stream is next free; free[Compute] = now
   std::vector<Tick> ready;                ///< per param: end of the gather that last moved it
-  std::vector<uint32_t> gather_slice;     ///< per param: that gather's slice (record only)
-  std::vector<uint8_t> resident;          ///< per param: counted in `live`
+  /// A slice given to the recorders, kept for the flows that end at a later compute slice.
+  static constexpr uint64_t kNoSlice = UINT64_MAX;
+  struct RecordedSlice {
+    uint64_t index = kNoSlice;
+    Slice slice;
+  };
+  std::vector<RecordedSlice> gather_slice;  ///< per param: that gather's slice (recording only)
+  std::vector<uint8_t> resident;            ///< per param: counted in `live`
   int64_t live = 0;
   Tick run_exposed = 0;
   model::ModuleIndex current_module = model::kNone;  ///< of the latest Fetch
@@ -65,11 +71,11 @@ struct Timeline::RankState {
     std::vector<model::ParamIndex> params;  ///< capacity = number of params
   } group;
 
-  std::vector<uint32_t> waited_slices;  ///< gathers waited on since the last Compute (record)
+  std::vector<RecordedSlice> waited_slices;  ///< gathers waited on since the last Compute
   std::vector<ModuleSummary> modules;
   std::vector<int64_t> prefetch_pending;  ///< per param: prefetched bytes not yet waited on
 
-  // The open landmark spans (record only): a span closes when an event of its kind with
+  // The open landmark spans (recording only): a span closes when an event of its kind with
   // another key arrives, or at finish().
   struct Span {
     bool open = false;
@@ -78,7 +84,7 @@ struct Timeline::RankState {
   };
   std::array<Span, 3> spans;  ///< micro-step, pass, phase
   int32_t passes = 0;         ///< PassStart events seen
-  int64_t peak_live = 0;      ///< record: the highest `live` so far, when, and who held it
+  int64_t peak_live = 0;      ///< recording: the highest `live` so far, when, and who held it
   Tick peak_t = 0;
   std::vector<uint8_t> peak_resident;
 };
@@ -94,6 +100,12 @@ Timeline::Timeline(const model::Scenario& scenario, const CostModel& cost, trace
       full_bytes_(scenario.params.size()),
       shard_bytes_(scenario.params.size()),
       rs_bytes_(scenario.modules.size(), 0) {
+  if (options_.record) {
+    recorders_.push_back(&recording_);
+  }
+  if (options_.recorder != nullptr) {
+    recorders_.push_back(options_.recorder);
+  }
   for (size_t p = 0; p < scenario.params.size(); ++p) {
     const model::ParamSpec& spec = scenario.params[p];
     const int64_t elem = model::dtype_bytes(spec.dtype);
@@ -136,8 +148,8 @@ Timeline::RankState& Timeline::rank_state(int32_t rank) {
     rs->ready.assign(params, 0);
     rs->resident.assign(params, 0);
     rs->group.params.reserve(params);
-    if (options_.record) {
-      rs->gather_slice.assign(params, UINT32_MAX);
+    if (recording_wanted()) {
+      rs->gather_slice.assign(params, RankState::RecordedSlice{});
       rs->waited_slices.reserve(16);
     }
     if (options_.per_module) {
@@ -149,9 +161,23 @@ Timeline::RankState& Timeline::rank_state(int32_t rank) {
   return *ranks_[r];
 }
 
-uint32_t Timeline::record_slice(const Slice& slice) {
-  recording_.slices.push_back(slice);
-  return static_cast<uint32_t>(recording_.slices.size() - 1);
+uint64_t Timeline::record_slice(const Slice& slice) {
+  for (RecordingSink* r : recorders_) {
+    r->on_slice(slice);
+  }
+  return slices_recorded_++;
+}
+
+void Timeline::record_landmark(const Landmark& landmark) {
+  for (RecordingSink* r : recorders_) {
+    r->on_landmark(landmark);
+  }
+}
+
+void Timeline::record_live(const CounterSample& sample) {
+  for (RecordingSink* r : recorders_) {
+    r->on_live_bytes(sample);
+  }
 }
 
 void Timeline::add_live(RankState& rs, model::ParamIndex p, int64_t bytes, Tick t) {
@@ -163,8 +189,8 @@ void Timeline::add_live(RankState& rs, model::ParamIndex p, int64_t bytes, Tick 
   }
   rs.live += bytes;
   rs.step.peak_live_bytes = std::max(rs.step.peak_live_bytes, rs.live);
-  if (options_.record) {
-    recording_.live_bytes.push_back({rs.rank, t, rs.live});
+  if (recording_wanted()) {
+    record_live({rs.rank, t, rs.live});
     if (rs.live > rs.peak_live) {
       // A new peak: remember who holds it (the flags are copied into a buffer sized once).
       rs.peak_live = rs.live;
@@ -182,8 +208,8 @@ void Timeline::remove_live(RankState& rs, model::ParamIndex p, int64_t bytes, Ti
     rs.resident[p] = 0;
   }
   rs.live -= bytes;
-  if (options_.record) {
-    recording_.live_bytes.push_back({rs.rank, t, rs.live});
+  if (recording_wanted()) {
+    record_live({rs.rank, t, rs.live});
   }
 }
 
@@ -223,15 +249,20 @@ void Timeline::end_step(RankState& rs) {
     return;
   }
   rs.step.step_ns = rs.free[index_of(Stream::Compute)] - rs.step.start_ns;
-  summary_.steps.push_back(rs.step);
-  if (options_.record) {
+  summary_.peak_live_bytes = std::max(summary_.peak_live_bytes, rs.step.peak_live_bytes);
+  if (options_.steps != nullptr) {
+    options_.steps->on_step(rs.step);
+  } else {
+    summary_.steps.push_back(rs.step);
+  }
+  if (recording_wanted()) {
     Landmark step;
     step.kind = Landmark::Kind::Step;
     step.rank = rs.rank;
     step.step = rs.step.step;
     step.start_ns = rs.step.start_ns;
     step.end_ns = rs.step.start_ns + rs.step.step_ns;
-    recording_.landmarks.push_back(step);
+    record_landmark(step);
   }
   rs.in_step = false;
 }
@@ -262,23 +293,22 @@ void Timeline::flush_group(RankState& rs) {
   }
   g.open = false;
   Tick ready = g.issue;
-  uint32_t params_begin = 0;
-  if (options_.record) {
-    params_begin = static_cast<uint32_t>(recording_.slice_params.size());
-    recording_.slice_params.insert(recording_.slice_params.end(), g.params.begin(), g.params.end());
+  for (RecordingSink* r : recorders_) {
+    r->on_gather_params(g.params);
   }
   const auto params_count = static_cast<uint32_t>(g.params.size());
-  uint32_t slice_index = UINT32_MAX;
+  RankState::RecordedSlice recorded;
   if (offload_) {
     Tick& h2d = rs.free[index_of(Stream::H2d)];
     const Tick start = std::max(ready, h2d);
     const Tick dur = cost_.h2d_copy(g.shard_bytes);
     h2d = start + dur;
     ready = h2d;
-    if (options_.record && dur > 0) {
-      slice_index =
-          record_slice({Slice::Kind::H2d, Stream::H2d, g.phase, rs.rank, rs.step.step, start, dur,
-                        g.module, params_begin, params_count, g.shard_bytes, g.issue});
+    if (recording_wanted() && dur > 0) {
+      recorded.slice = {
+          Slice::Kind::H2d, Stream::H2d, g.phase,      rs.rank,       rs.step.step, start, dur,
+          g.module,         0,           params_count, g.shard_bytes, g.issue};
+      recorded.index = record_slice(recorded.slice);
     }
   }
   const Tick comm_dur = cost_.all_gather(g.shard_bytes * world_size_, world_size_);
@@ -287,31 +317,29 @@ void Timeline::flush_group(RankState& rs) {
     const Tick start = std::max(ready, comm);
     comm = start + comm_dur;
     ready = comm;
-    if (options_.record) {
-      slice_index =
-          record_slice({g.slice_kind, Stream::Comm, g.phase, rs.rank, rs.step.step, start, comm_dur,
-                        g.module, params_begin, params_count, g.full_bytes, g.issue});
+    if (recording_wanted()) {
+      recorded.slice = {g.slice_kind, Stream::Comm, g.phase, rs.rank,      rs.step.step, start,
+                        comm_dur,     g.module,     0,       params_count, g.full_bytes, g.issue};
+      recorded.index = record_slice(recorded.slice);
     }
   }
   for (model::ParamIndex p : g.params) {
     rs.ready[p] = ready;
-    if (options_.record) {
-      rs.gather_slice[p] = slice_index;
+    if (recording_wanted()) {
+      rs.gather_slice[p] = recorded;
     }
   }
   if (g.sync) {
     stall_until(rs, ready, g.module);
-    if (options_.record && slice_index != UINT32_MAX) {
-      rs.waited_slices.push_back(slice_index);
+    if (recording_wanted() && recorded.index != RankState::kNoSlice) {
+      rs.waited_slices.push_back(recorded);
     }
   }
 }
 
 void Timeline::on_event(const trace::Event& event) {
-  using trace::EventKind;
   RankState& rs = rank_state(event.rank);
-  const model::ParamIndex p = event.param_index;
-  const bool known_param = p < full_bytes_.size();
+  // A coalesced gather's events arrive back to back; anything else costs the open one.
   const bool joins_group = rs.group.open && event.kind == rs.group.kind && event.group >= 0 &&
                            event.group == rs.group.id;
   if (!joins_group) {
@@ -321,141 +349,191 @@ void Timeline::on_event(const trace::Event& event) {
     end_step(rs);
     begin_step(rs, event.step);
   }
-  Tick& now = rs.free[index_of(Stream::Compute)];
-  Tick t = now;
+  const Tick t = apply(rs, event, joins_group);
+  if (recording_wanted()) {
+    record_landmarks(rs, event, t);
+  }
+  trace::Event stamped = event;
+  stamped.t_ns = t;
+  next_.on_event(stamped);
+}
+
+Tick Timeline::apply(RankState& rs, const trace::Event& event, bool joins_group) {
+  using trace::EventKind;
+  const Tick& now = rs.free[index_of(Stream::Compute)];
   switch (event.kind) {
   case EventKind::Fetch:
     rs.current_module = event.module_index;
     if (options_.per_module && event.module_index < rs.modules.size()) {
       ++rs.modules[event.module_index].fetches;
     }
-    break;
+    return now;
   case EventKind::Gather:
   case EventKind::Prefetch:
   case EventKind::GetterGather:
-  case EventKind::PersistentGather: {
-    if (!joins_group) {
-      const Slice::Kind kind = event.kind == EventKind::Gather     ? Slice::Kind::Gather
-                               : event.kind == EventKind::Prefetch ? Slice::Kind::Prefetch
-                               : event.kind == EventKind::GetterGather
-                                   ? Slice::Kind::GetterGather
-                                   : Slice::Kind::PersistentGather;
-      const bool sync =
-          event.kind == EventKind::GetterGather || event.kind == EventKind::PersistentGather;
-      open_group(rs, event, kind, sync);
-      ++rs.step.gathers;
-    }
-    RankState::Group& g = rs.group;
-    int64_t full = event.bytes > 0 ? event.bytes : 0;
-    int64_t shard = full;
-    if (known_param) {
-      full = full_bytes_[p];
-      shard = shard_bytes_[p];
-      if (g.params.size() < g.params.capacity()) {
-        g.params.push_back(p);
-      }
-    } else if (event.numel > 0) {
-      shard = model::partition_numel<int64_t>(event.numel, world_size_) * (full / event.numel);
-    }
-    g.shard_bytes += shard;
-    g.full_bytes += full;
-    t = g.issue;
-    ++rs.step.gathered_params;
-    rs.step.gathered_bytes += full;
-    if (options_.per_module && !g.sync) {
-      if (g.slice_kind == Slice::Kind::Prefetch && known_param) {
-        // Charged when the module it was prefetched for waits on it.
-        rs.prefetch_pending[p] += full;
-      } else if (g.module < rs.modules.size()) {
-        rs.modules[g.module].gathered_bytes += full;
-      }
-    }
-    add_live(rs, known_param ? p : model::kNone, full, t);
-    break;
-  }
-  case EventKind::Wait: {
-    if (known_param) {
-      const model::ModuleIndex m =
-          event.module_index != trace::Event::kNoIndex ? event.module_index : rs.current_module;
-      stall_until(rs, rs.ready[p], m);
-      if (options_.per_module && rs.prefetch_pending[p] > 0 && m < rs.modules.size()) {
-        rs.modules[m].prefetched_bytes += rs.prefetch_pending[p];
-        rs.prefetch_pending[p] = 0;
-      }
-      if (options_.record && rs.gather_slice[p] != UINT32_MAX &&
-          std::find(rs.waited_slices.begin(), rs.waited_slices.end(), rs.gather_slice[p]) ==
-              rs.waited_slices.end()) {
-        rs.waited_slices.push_back(rs.gather_slice[p]);
-      }
-    }
-    t = now;
-    break;
-  }
-  case EventKind::Compute: {
-    const Tick dur = cost_.compute(event.module_index, event.phase);
-    t = now;
-    now += dur;
-    rs.step.compute_ns += dur;
-    if (options_.per_module && event.module_index < rs.modules.size()) {
-      rs.modules[event.module_index].compute_ns += dur;
-    }
-    if (options_.record) {
-      const uint32_t to = record_slice({Slice::Kind::Compute, Stream::Compute, event.phase, rs.rank,
-                                        event.step, t, dur, event.module_index, 0, 0, 0});
-      for (uint32_t from : rs.waited_slices) {
-        recording_.flows.push_back({from, to});
-      }
-      rs.waited_slices.clear();
-    }
-    break;
-  }
-  case EventKind::BackwardPost: {
-    const model::ModuleIndex m = event.module_index;
-    const int64_t bytes = m < rs_bytes_.size() ? rs_bytes_[m] : 0;
-    const Tick dur = cost_.reduce_scatter(bytes, world_size_);
-    if (dur > 0) {
-      Tick& rs_free = rs.free[index_of(Stream::Rs)];
-      const Tick start = std::max(now, rs_free);
-      rs_free = start + dur;
-      rs.step.reduce_scattered_bytes += bytes;
-      if (options_.record) {
-        record_slice({Slice::Kind::ReduceScatter, Stream::Rs, event.phase, rs.rank, event.step,
-                      start, dur, m, 0, 0, bytes});
-      }
-    }
-    break;
-  }
+  case EventKind::PersistentGather:
+    return add_to_group(rs, event, joins_group);
+  case EventKind::Wait:
+    wait_for_param(rs, event);
+    return now;
+  case EventKind::Compute:
+    return compute(rs, event);
+  case EventKind::BackwardPost:
+    reduce_scatter(rs, event);
+    return now;
   case EventKind::Release:
   case EventKind::PartitionAll:
-    if (options_.per_module && known_param) {
-      charge_unused_prefetch(rs, p);
-    }
-    remove_live(rs, known_param ? p : model::kNone,
-                known_param ? full_bytes_[p] : std::max<int64_t>(0, event.bytes), now);
-    break;
+    release_param(rs, event);
+    return now;
   case EventKind::OptimizerStep:
     // The optimizer needs every reduced gradient; DeepSpeed synchronizes its streams here.
     drain(rs, model::kNone);
     rs.step.optimizer_step = true;
-    t = now;
-    break;
+    return now;
   case EventKind::Restart:
-    // The engine is destroyed: every gathered parameter is freed.
-    std::fill(rs.resident.begin(), rs.resident.end(), uint8_t{0});
-    rs.live = 0;
-    if (options_.record) {
-      recording_.live_bytes.push_back({rs.rank, now, 0});
-    }
-    break;
+    restart(rs);
+    return now;
   default:
-    break;
+    return now;
   }
-  if (options_.record) {
-    record_landmarks(rs, event, t);
+}
+
+// A gather event joins the open coalesced gather (or opens one); it is costed by flush_group.
+Tick Timeline::add_to_group(RankState& rs, const trace::Event& event, bool joins_group) {
+  using trace::EventKind;
+  const model::ParamIndex p = event.param_index;
+  const bool known_param = p < full_bytes_.size();
+  if (!joins_group) {
+    const Slice::Kind kind = event.kind == EventKind::Gather     ? Slice::Kind::Gather
+                             : event.kind == EventKind::Prefetch ? Slice::Kind::Prefetch
+                             : event.kind == EventKind::GetterGather
+                                 ? Slice::Kind::GetterGather
+                                 : Slice::Kind::PersistentGather;
+    const bool sync =
+        event.kind == EventKind::GetterGather || event.kind == EventKind::PersistentGather;
+    open_group(rs, event, kind, sync);
+    ++rs.step.gathers;
   }
-  trace::Event stamped = event;
-  stamped.t_ns = t;
-  next_.on_event(stamped);
+  RankState::Group& g = rs.group;
+  int64_t full = event.bytes > 0 ? event.bytes : 0;
+  int64_t shard = full;
+  if (known_param) {
+    full = full_bytes_[p];
+    shard = shard_bytes_[p];
+    if (g.params.size() < g.params.capacity()) {
+      g.params.push_back(p);
+    }
+  } else if (event.numel > 0) {
+    shard = model::partition_numel<int64_t>(event.numel, world_size_) * (full / event.numel);
+  }
+  g.shard_bytes += shard;
+  g.full_bytes += full;
+  ++rs.step.gathered_params;
+  rs.step.gathered_bytes += full;
+  if (options_.per_module && !g.sync) {
+    if (g.slice_kind == Slice::Kind::Prefetch && known_param) {
+      // Charged when the module it was prefetched for waits on it.
+      rs.prefetch_pending[p] += full;
+    } else if (g.module < rs.modules.size()) {
+      rs.modules[g.module].gathered_bytes += full;
+    }
+  }
+  add_live(rs, known_param ? p : model::kNone, full, g.issue);
+  return g.issue;
+}
+
+void Timeline::wait_for_param(RankState& rs, const trace::Event& event) {
+  const model::ParamIndex p = event.param_index;
+  if (p >= full_bytes_.size()) {
+    return;
+  }
+  const model::ModuleIndex m =
+      event.module_index != trace::Event::kNoIndex ? event.module_index : rs.current_module;
+  stall_until(rs, rs.ready[p], m);
+  if (options_.per_module && rs.prefetch_pending[p] > 0 && m < rs.modules.size()) {
+    rs.modules[m].prefetched_bytes += rs.prefetch_pending[p];
+    rs.prefetch_pending[p] = 0;
+  }
+  // The next compute slice waited for this gather (once, however many of its params it waits on).
+  if (recording_wanted()) {
+    const RankState::RecordedSlice& gather = rs.gather_slice[p];
+    const bool seen =
+        std::any_of(rs.waited_slices.begin(), rs.waited_slices.end(),
+                    [&](const RankState::RecordedSlice& w) { return w.index == gather.index; });
+    if (gather.index != RankState::kNoSlice && !seen) {
+      rs.waited_slices.push_back(gather);
+    }
+  }
+}
+
+Tick Timeline::compute(RankState& rs, const trace::Event& event) {
+  Tick& now = rs.free[index_of(Stream::Compute)];
+  const Tick dur = cost_.compute(event.module_index, event.phase);
+  const Tick t = now;
+  now += dur;
+  rs.step.compute_ns += dur;
+  if (options_.per_module && event.module_index < rs.modules.size()) {
+    rs.modules[event.module_index].compute_ns += dur;
+  }
+  if (recording_wanted()) {
+    const Slice slice{Slice::Kind::Compute,
+                      Stream::Compute,
+                      event.phase,
+                      rs.rank,
+                      event.step,
+                      t,
+                      dur,
+                      event.module_index,
+                      0,
+                      0,
+                      0};
+    const uint64_t to = record_slice(slice);
+    for (const RankState::RecordedSlice& from : rs.waited_slices) {
+      for (RecordingSink* r : recorders_) {
+        r->on_flow(from.index, from.slice, to, slice);
+      }
+    }
+    rs.waited_slices.clear();
+  }
+  return t;
+}
+
+// The module's gradients are reduced on the rs stream; compute does not wait for it.
+void Timeline::reduce_scatter(RankState& rs, const trace::Event& event) {
+  const model::ModuleIndex m = event.module_index;
+  const int64_t bytes = m < rs_bytes_.size() ? rs_bytes_[m] : 0;
+  const Tick dur = cost_.reduce_scatter(bytes, world_size_);
+  if (dur <= 0) {
+    return;
+  }
+  Tick& rs_free = rs.free[index_of(Stream::Rs)];
+  const Tick start = std::max(rs.free[index_of(Stream::Compute)], rs_free);
+  rs_free = start + dur;
+  rs.step.reduce_scattered_bytes += bytes;
+  if (recording_wanted()) {
+    record_slice({Slice::Kind::ReduceScatter, Stream::Rs, event.phase, rs.rank, event.step, start,
+                  dur, m, 0, 0, bytes});
+  }
+}
+
+void Timeline::release_param(RankState& rs, const trace::Event& event) {
+  const model::ParamIndex p = event.param_index;
+  const bool known_param = p < full_bytes_.size();
+  if (options_.per_module && known_param) {
+    charge_unused_prefetch(rs, p);
+  }
+  remove_live(rs, known_param ? p : model::kNone,
+              known_param ? full_bytes_[p] : std::max<int64_t>(0, event.bytes),
+              rs.free[index_of(Stream::Compute)]);
+}
+
+// The engine is destroyed: every gathered parameter is freed.
+void Timeline::restart(RankState& rs) {
+  std::fill(rs.resident.begin(), rs.resident.end(), uint8_t{0});
+  rs.live = 0;
+  if (recording_wanted()) {
+    record_live({rs.rank, rs.free[index_of(Stream::Compute)], 0});
+  }
 }
 
 void Timeline::charge_unused_prefetch(RankState& rs, model::ParamIndex p) {
@@ -494,7 +572,7 @@ void Timeline::record_landmarks(RankState& rs, const trace::Event& event, Tick t
       return;
     }
     if (span.open && span.key != key) {
-      recording_.landmarks.push_back(span.mark);
+      record_landmark(span.mark);
       span.open = false;
     }
     if (!span.open) {
@@ -538,14 +616,14 @@ void Timeline::record_landmarks(RankState& rs, const trace::Event& event, Tick t
   }
   if (point) {
     mark.kind = *point;
-    recording_.landmarks.push_back(mark);
+    record_landmark(mark);
   }
 }
 
 void Timeline::close_spans(RankState& rs) {
   for (RankState::Span& span : rs.spans) {
     if (span.open) {
-      recording_.landmarks.push_back(span.mark);
+      record_landmark(span.mark);
       span.open = false;
     }
   }
@@ -565,18 +643,18 @@ void Timeline::finish() {
       drain(*rs, model::kNone);
     }
     end_step(*rs);
-    if (options_.record) {
+    if (recording_wanted()) {
       close_spans(*rs);
-      if (recording_.peaks.size() <= static_cast<size_t>(rs->rank)) {
-        recording_.peaks.resize(static_cast<size_t>(rs->rank) + 1);
-      }
-      Recording::Peak& mine = recording_.peaks[static_cast<size_t>(rs->rank)];
-      mine.t_ns = rs->peak_t;
-      mine.live_bytes = rs->peak_live;
+      LivePeak peak;
+      peak.t_ns = rs->peak_t;
+      peak.live_bytes = rs->peak_live;
       for (model::ParamIndex p = 0; p < rs->peak_resident.size(); ++p) {
         if (rs->peak_resident[p] != 0) {
-          mine.params.push_back(p);
+          peak.params.push_back(p);
         }
+      }
+      for (RecordingSink* r : recorders_) {
+        r->on_peak(rs->rank, peak);
       }
     }
     if (options_.per_module) {
@@ -596,9 +674,30 @@ void Timeline::finish() {
                    [](const StepSummary& a, const StepSummary& b) {
                      return a.step != b.step ? a.step < b.step : a.rank < b.rank;
                    });
-  for (const StepSummary& s : summary_.steps) {
-    summary_.peak_live_bytes = std::max(summary_.peak_live_bytes, s.peak_live_bytes);
+}
+
+void Recording::on_gather_params(std::span<const model::ParamIndex> params) {
+  gather_params_begin_ = static_cast<uint32_t>(slice_params.size());
+  slice_params.insert(slice_params.end(), params.begin(), params.end());
+}
+
+void Recording::on_slice(const Slice& slice) {
+  slices.push_back(slice);
+  if (slice.kind != Slice::Kind::Compute && slice.kind != Slice::Kind::ReduceScatter) {
+    slices.back().params_begin = gather_params_begin_;
   }
+}
+
+void Recording::on_flow(uint64_t from_index, const Slice& /*from*/, uint64_t to_index,
+                        const Slice& /*to*/) {
+  flows.push_back({static_cast<uint32_t>(from_index), static_cast<uint32_t>(to_index)});
+}
+
+void Recording::on_peak(int32_t rank, const LivePeak& peak) {
+  if (peaks.size() <= static_cast<size_t>(rank)) {
+    peaks.resize(static_cast<size_t>(rank) + 1);
+  }
+  peaks[static_cast<size_t>(rank)] = peak;
 }
 
 std::string format_summary_json(const TimelineSummary& summary, const model::Scenario& scenario) {

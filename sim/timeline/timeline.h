@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -125,25 +126,70 @@ struct Landmark {
   Tick start_ns = 0;
   Tick end_ns = 0;  ///< == start_ns for points
 };
-struct Recording {
+/// Per rank: what was gathered when live parameter memory first reached its peak.
+struct LivePeak {
+  Tick t_ns = 0;
+  int64_t live_bytes = 0;
+  std::vector<model::ParamIndex> params;  ///< resident params at that moment, in index order
+};
+
+/// Receives what the Chrome trace shows as the timeline produces it, so that a consumer can
+/// write it out without the whole run in memory (sim/export/chrome_trace.h) or keep it
+/// (Recording). Slices are numbered from 0 in the order on_slice sees them.
+class RecordingSink {
+ public:
+  virtual ~RecordingSink() = default;
+  /// The params of the gather slices that follow (a coalesced gather's h2d copy and its
+  /// all-gather), until the next call. `params` is valid only during the call.
+  virtual void on_gather_params(std::span<const model::ParamIndex> params) = 0;
+  virtual void on_slice(const Slice& slice) = 0;
+  /// The compute slice `to` waited for the gather `from` (both seen by on_slice before).
+  virtual void on_flow(uint64_t from_index, const Slice& from, uint64_t to_index,
+                       const Slice& to) = 0;
+  virtual void on_live_bytes(const CounterSample& sample) = 0;
+  virtual void on_landmark(const Landmark& landmark) = 0;
+  /// At finish(), once per rank in rank order.
+  virtual void on_peak(int32_t rank, const LivePeak& peak) = 0;
+};
+
+/// The whole recording in memory (TimelineOptions::record), for what needs random access to it:
+/// the HTML report and the replay schedule. It grows with the run; the Chrome trace does not need
+/// it (ChromeTraceWriter streams).
+struct Recording final : RecordingSink {
   std::vector<Slice> slices;  ///< in issue order
   std::vector<model::ParamIndex> slice_params;
   std::vector<Flow> flows;
   std::vector<CounterSample> live_bytes;  ///< one sample per change
   std::vector<Landmark> landmarks;        ///< points in event order, spans as they close
-  /// Per rank (index = rank; empty entries for ranks not simulated): what was gathered when
-  /// live parameter memory first reached its peak.
-  struct Peak {
-    Tick t_ns = 0;
-    int64_t live_bytes = 0;
-    std::vector<model::ParamIndex> params;  ///< resident params at that moment, in index order
-  };
-  std::vector<Peak> peaks;
+  using Peak = LivePeak;
+  std::vector<Peak> peaks;  ///< index = rank; empty entries for ranks not simulated
+
+  void on_gather_params(std::span<const model::ParamIndex> params) override;
+  void on_slice(const Slice& slice) override;
+  void on_flow(uint64_t from_index, const Slice& from, uint64_t to_index, const Slice& to) override;
+  void on_live_bytes(const CounterSample& sample) override { live_bytes.push_back(sample); }
+  void on_landmark(const Landmark& landmark) override { landmarks.push_back(landmark); }
+  void on_peak(int32_t rank, const LivePeak& peak) override;
+
+ private:
+  uint32_t gather_params_begin_ = 0;
+};
+
+/// Receives each step's summary as the step closes (in the order ranks move on, not sorted).
+class StepSink {
+ public:
+  virtual ~StepSink() = default;
+  virtual void on_step(const StepSummary& step) = 0;
 };
 
 struct TimelineOptions {
   bool per_module = false;  ///< keep per-module totals
-  bool record = false;      ///< keep slices, flows and counters for chrome_trace
+  bool record = false;      ///< keep the whole Recording in memory (recording())
+  /// Also (or instead) send the recording here as it is produced; must outlive the timeline.
+  RecordingSink* recorder = nullptr;
+  /// Send step summaries here instead of keeping them in TimelineSummary::steps (which then
+  /// stays empty; the run's totals are kept either way). Must outlive the timeline.
+  StepSink* steps = nullptr;
 };
 
 /// A discrete-event model of each rank's GPU streams, run as a stage of the event pipeline:
@@ -158,8 +204,9 @@ struct TimelineOptions {
 /// BackwardPost issues a reduce-scatter of the module's trainable gradients on rs (compute does
 /// not wait); OptimizerStep waits for every stream. Other events take the compute time.
 ///
-/// The per-event path allocates nothing unless `record` is set (per-param arrays are sized
-/// from the scenario when a rank is first seen).
+/// The per-event path allocates nothing (per-param arrays are sized from the scenario when a
+/// rank is first seen) except what a recorder keeps: TimelineOptions::record keeps the whole
+/// Recording; TimelineOptions::recorder and ::steps receive it as it is produced.
 class Timeline final : public trace::EventSink {
  public:
   /// `scenario`, `cost` and `next` must outlive the timeline.
@@ -177,10 +224,22 @@ class Timeline final : public trace::EventSink {
 
   [[nodiscard]] const TimelineSummary& summary() const { return summary_; }
   [[nodiscard]] const Recording& recording() const { return recording_; }
+  /// Slices given to the recorders so far (the index the next one gets).
+  [[nodiscard]] uint64_t slices_recorded() const { return slices_recorded_; }
 
  private:
   struct RankState;
   RankState& rank_state(int32_t rank);
+  [[nodiscard]] bool recording_wanted() const { return !recorders_.empty(); }
+  // One event's effect on its rank's streams and totals; each returns the event's time.
+  Tick apply(RankState& rs, const trace::Event& event, bool joins_group);
+  Tick add_to_group(RankState& rs, const trace::Event& event, bool joins_group);
+  void wait_for_param(RankState& rs, const trace::Event& event);
+  Tick compute(RankState& rs, const trace::Event& event);
+  void reduce_scatter(RankState& rs, const trace::Event& event);
+  void release_param(RankState& rs, const trace::Event& event);
+  void restart(RankState& rs);
+  // The coalesced gather and the stream clock.
   void flush_group(RankState& rs);
   void open_group(RankState& rs, const trace::Event& event, Slice::Kind kind, bool sync);
   void add_live(RankState& rs, model::ParamIndex p, int64_t bytes, Tick t);
@@ -189,10 +248,13 @@ class Timeline final : public trace::EventSink {
   void begin_step(RankState& rs, int32_t step);
   void end_step(RankState& rs);
   void drain(RankState& rs, model::ModuleIndex module);
-  void record_landmarks(RankState& rs, const trace::Event& event, Tick t);
-  void close_spans(RankState& rs);
   void charge_unused_prefetch(RankState& rs, model::ParamIndex p);
-  uint32_t record_slice(const Slice& slice);
+  // What the recorders receive.
+  void record_landmarks(RankState& rs, const trace::Event& event, Tick t);
+  void record_landmark(const Landmark& landmark);
+  void record_live(const CounterSample& sample);
+  void close_spans(RankState& rs);
+  uint64_t record_slice(const Slice& slice);
 
   const model::Scenario& scenario_;
   const CostModel& cost_;
@@ -206,6 +268,8 @@ class Timeline final : public trace::EventSink {
   std::vector<std::unique_ptr<RankState>> ranks_;
   TimelineSummary summary_;
   Recording recording_;
+  std::vector<RecordingSink*> recorders_;  ///< &recording_ (record) and options.recorder
+  uint64_t slices_recorded_ = 0;
   bool finished_ = false;
 };
 
