@@ -67,41 +67,53 @@ void SpillFile::append(const void* data, size_t bytes) {
   buffer_.insert(buffer_.end(), p, p + bytes);
 }
 
-void SpillFile::flush() {
+namespace {
+
+// Moves `bytes` between `data` and the file at `offset` with pwrite or pread, resuming short
+// transfers; the bytes moved (fewer only on an error or at the end of the file).
+template <typename Transfer>
+size_t transfer_all(Transfer transfer, int fd, char* data, size_t bytes, uint64_t offset) {
   size_t done = 0;
-  while (fd_ >= 0 && error_.empty() && done < buffer_.size()) {
-    const ssize_t n = ::pwrite(fd_, buffer_.data() + done, buffer_.size() - done,
-                               static_cast<off_t>(written_ + done));
+  while (done < bytes) {
+    const ssize_t n = transfer(fd, data + done, bytes - done, static_cast<off_t>(offset + done));
     if (n < 0 && errno == EINTR) {
       continue;
     }
     if (n <= 0) {
-      fail(std::string("cannot write a temporary file: ") +
-           (n < 0 ? std::strerror(errno) : "no progress"));
       break;
     }
     done += static_cast<size_t>(n);
+  }
+  return done;
+}
+
+}  // namespace
+
+void SpillFile::flush() {
+  if (fd_ >= 0 && error_.empty() && !buffer_.empty()) {
+    errno = 0;
+    const auto write = [](int fd, char* p, size_t n, off_t at) { return ::pwrite(fd, p, n, at); };
+    if (transfer_all(write, fd_, buffer_.data(), buffer_.size(), written_) != buffer_.size()) {
+      fail(std::string("cannot write a temporary file: ") +
+           (errno != 0 ? std::strerror(errno) : "no space left"));
+    }
   }
   written_ += buffer_.size();
   buffer_.clear();
 }
 
 bool SpillFile::read_at(uint64_t offset, void* data, size_t bytes) {
-  auto* p = static_cast<char*>(data);
-  size_t done = 0;
-  while (fd_ >= 0 && error_.empty() && done < bytes) {
-    const ssize_t n = ::pread(fd_, p + done, bytes - done, static_cast<off_t>(offset + done));
-    if (n < 0 && errno == EINTR) {
-      continue;
-    }
-    if (n <= 0) {
-      fail(std::string("cannot read a temporary file back: ") +
-           (n < 0 ? std::strerror(errno) : "it is shorter than what was written"));
-      break;
-    }
-    done += static_cast<size_t>(n);
+  if (fd_ < 0 || !error_.empty()) {
+    return false;
   }
-  return done == bytes;
+  errno = 0;
+  const auto read = [](int fd, char* p, size_t n, off_t at) { return ::pread(fd, p, n, at); };
+  if (transfer_all(read, fd_, static_cast<char*>(data), bytes, offset) != bytes) {
+    fail(std::string("cannot read a temporary file back: ") +
+         (errno != 0 ? std::strerror(errno) : "it is shorter than what was written"));
+    return false;
+  }
+  return true;
 }
 
 }  // namespace zfetch::io

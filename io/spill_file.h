@@ -44,7 +44,7 @@ class SpillFile {
 
 /// A SpillFile of records of one trivially copyable type.
 template <typename T>
-  requires std::is_trivially_copyable_v<T>
+requires std::is_trivially_copyable_v<T>
 class SpillLog {
  public:
   explicit SpillLog(const std::string& directory) : file_(directory) {}

@@ -153,8 +153,14 @@ int run(const RunOptions& options) {
   const sim::AnalyticalCostModel cost(*scenario, *calibration.calibration);
   sim::TimelineOptions timeline_options;
   timeline_options.per_module = options.per_module || !options.report_path.empty();
-  timeline_options.record = !options.timeline_path.empty() ||
-                            !options.replay_schedule_path.empty() || !options.report_path.empty();
+  // The report and the replay schedule need the whole recording in memory; the Chrome trace
+  // is written as it is produced, through temporary files beside it.
+  timeline_options.record = !options.replay_schedule_path.empty() || !options.report_path.empty();
+  std::optional<sim::ChromeTraceWriter> chrome_trace;
+  if (timeline_out != nullptr) {
+    chrome_trace.emplace(*scenario, timeline_out->scratch_directory());
+    timeline_options.recorder = &*chrome_trace;
+  }
   sim::ReplayDrainMarks drain_marks(*sink);
   sim::Timeline timeline(*scenario, cost,
                          options.replay_schedule_path.empty() ? *sink : drain_marks,
@@ -178,7 +184,9 @@ int run(const RunOptions& options) {
       notes.failure_title = outcome_summary(*scenario, outcome);
       notes.failure_message = outcome.failure->message;
     }
-    write_text(*timeline_out, sim::chrome_trace_json(timeline.recording(), *scenario, notes));
+    if (!chrome_trace->write(timeline_out->stream(), notes)) {
+      timeline_out->fail(chrome_trace->error());
+    }
   }
   if (schedule_out != nullptr) {
     write_text(*schedule_out,

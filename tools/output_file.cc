@@ -72,8 +72,30 @@ OutputFile::~OutputFile() {
   }
 }
 
+std::string OutputFile::scratch_directory() const {
+  if (temporary_.empty()) {
+    return "";
+  }
+  const std::string dir = std::filesystem::path(temporary_).parent_path().string();
+  return dir.empty() ? "." : dir;
+}
+
+void OutputFile::fail(std::string why) {
+  if (failure_.empty()) {
+    failure_ = std::move(why);
+  }
+}
+
 bool OutputFile::close() {
   if (file_ == nullptr) {
+    return false;
+  }
+  if (!failure_.empty()) {
+    error_ = failure_;
+    if (file_ != stdout) {
+      std::fclose(file_);
+    }
+    file_ = nullptr;
     return false;
   }
   if (file_ == stdout) {

@@ -23,6 +23,11 @@ class OutputFile {
   [[nodiscard]] std::FILE* stream() const { return file_; }
   /// Empty while all is well; otherwise what failed, phrased to follow the path.
   [[nodiscard]] const std::string& error() const { return error_; }
+  /// Where scratch files for this output belong: the temporary's directory (the target's file
+  /// system, which has to hold the output anyway); "" when writing in place or to stdout.
+  [[nodiscard]] std::string scratch_directory() const;
+  /// What produced the content failed (`why` follows the path): close() then fails with it.
+  void fail(std::string why);
 
   /// Flushes and closes, checking both and every earlier write. False, with error() set and
   /// the target untouched, when anything failed.
@@ -37,7 +42,8 @@ class OutputFile {
   std::string temporary_;  ///< empty when writing in place or to stdout
   std::FILE* file_ = nullptr;
   std::string error_;
-  bool done_ = false;  ///< committed or abandoned
+  std::string failure_;  ///< from fail()
+  bool done_ = false;    ///< committed or abandoned
 };
 
 /// The error for the first output path that names one of `inputs` or another output (as the
