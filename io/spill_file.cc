@@ -22,53 +22,6 @@ std::string temporary_directory() {
   return ec ? std::string("/tmp") : dir.string();
 }
 
-}  // namespace
-
-SpillFile::SpillFile(const std::string& directory) {
-  buffer_.reserve(kBufferBytes);
-  const std::string dir = directory.empty() ? temporary_directory() : directory;
-  // O_TMPFILE makes a file with no name at all; where the file system does not support it, a
-  // named one is removed as soon as it is open.
-  fd_ = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-  if (fd_ < 0) {
-    std::string name = dir + "/.zfetch-spill-XXXXXX";
-    fd_ = ::mkostemp(name.data(), O_CLOEXEC);
-    if (fd_ >= 0) {
-      ::unlink(name.c_str());
-    }
-  }
-  if (fd_ < 0) {
-    fail("cannot create a temporary file in " + dir + ": " + std::strerror(errno));
-  }
-}
-
-SpillFile::~SpillFile() {
-  if (fd_ >= 0) {
-    ::close(fd_);
-  }
-}
-
-void SpillFile::fail(std::string what) {
-  if (error_.empty()) {
-    error_ = std::move(what);
-  }
-}
-
-void SpillFile::append(const void* data, size_t bytes) {
-  const auto* p = static_cast<const char*>(data);
-  if (buffer_.size() + bytes > kBufferBytes) {
-    flush();
-  }
-  if (bytes > kBufferBytes) {
-    buffer_.insert(buffer_.end(), p, p + bytes);  // once; flushed at once below
-    flush();
-    return;
-  }
-  buffer_.insert(buffer_.end(), p, p + bytes);
-}
-
-namespace {
-
 // Moves `bytes` between `data` and the file at `offset` with pwrite or pread, resuming short
 // transfers; the bytes moved (fewer only on an error or at the end of the file).
 template <typename Transfer>
@@ -89,8 +42,53 @@ size_t transfer_all(Transfer transfer, int fd, char* data, size_t bytes, uint64_
 
 }  // namespace
 
-void SpillFile::flush() {
-  if (fd_ >= 0 && error_.empty() && !buffer_.empty()) {
+SpillFile::SpillFile(std::string directory) : directory_(std::move(directory)) {
+  buffer_.reserve(kBufferBytes);
+}
+
+SpillFile::~SpillFile() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+  }
+}
+
+void SpillFile::fail(std::string what) {
+  if (error_.empty()) {
+    error_ = std::move(what);
+  }
+}
+
+void SpillFile::append(const void* data, size_t bytes) {
+  const auto* p = static_cast<const char*>(data);
+  while (bytes > 0) {
+    if (buffer_.size() == kBufferBytes) {
+      write_buffer();
+    }
+    const size_t n = std::min(bytes, kBufferBytes - buffer_.size());
+    buffer_.insert(buffer_.end(), p, p + n);
+    p += n;
+    bytes -= n;
+  }
+}
+
+void SpillFile::write_buffer() {
+  if (fd_ < 0 && error_.empty()) {
+    const std::string dir = directory_.empty() ? temporary_directory() : directory_;
+    // O_TMPFILE makes a file with no name at all; where the file system does not support it, a
+    // named one is removed as soon as it is open.
+    fd_ = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd_ < 0) {
+      std::string name = dir + "/.zfetch-spill-XXXXXX";
+      fd_ = ::mkostemp(name.data(), O_CLOEXEC);
+      if (fd_ >= 0) {
+        ::unlink(name.c_str());
+      }
+    }
+    if (fd_ < 0) {
+      fail("cannot create a temporary file in " + dir + ": " + std::strerror(errno));
+    }
+  }
+  if (fd_ >= 0 && error_.empty()) {
     errno = 0;
     const auto write = [](int fd, char* p, size_t n, off_t at) { return ::pwrite(fd, p, n, at); };
     if (transfer_all(write, fd_, buffer_.data(), buffer_.size(), written_) != buffer_.size()) {
@@ -103,15 +101,27 @@ void SpillFile::flush() {
 }
 
 bool SpillFile::read_at(uint64_t offset, void* data, size_t bytes) {
-  if (fd_ < 0 || !error_.empty()) {
+  if (!error_.empty() || offset + bytes > size()) {
+    fail("cannot read a temporary file back: it is shorter than what was written");
     return false;
   }
-  errno = 0;
-  const auto read = [](int fd, char* p, size_t n, off_t at) { return ::pread(fd, p, n, at); };
-  if (transfer_all(read, fd_, static_cast<char*>(data), bytes, offset) != bytes) {
-    fail(std::string("cannot read a temporary file back: ") +
-         (errno != 0 ? std::strerror(errno) : "it is shorter than what was written"));
-    return false;
+  auto* p = static_cast<char*>(data);
+  // What is on disk, then what is still in the buffer.
+  if (offset < written_) {
+    const auto from_disk = static_cast<size_t>(std::min<uint64_t>(bytes, written_ - offset));
+    errno = 0;
+    const auto read = [](int fd, char* q, size_t n, off_t at) { return ::pread(fd, q, n, at); };
+    if (transfer_all(read, fd_, p, from_disk, offset) != from_disk) {
+      fail(std::string("cannot read a temporary file back: ") +
+           (errno != 0 ? std::strerror(errno) : "it is shorter than what was written"));
+      return false;
+    }
+    p += from_disk;
+    offset += from_disk;
+    bytes -= from_disk;
+  }
+  if (bytes > 0) {
+    std::memcpy(p, buffer_.data() + (offset - written_), bytes);
   }
   return true;
 }

@@ -4,6 +4,7 @@
 // run.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -12,12 +13,13 @@
 
 namespace zfetch::io {
 
-/// An unnamed file, gone when closed. Written through a buffer; read back through any number
-/// of cursors (each with its own buffer), so that sorted runs of it can be merged.
+/// An unnamed file, gone when closed. Written through a 64 KiB buffer (the file is created only
+/// when that first fills, so a small spill never touches the disk); read back through any
+/// number of cursors (each with its own buffer), so that sorted runs of it can be merged.
 class SpillFile {
  public:
-  /// Creates the file in `directory` ("" : the system's temporary directory); check error().
-  explicit SpillFile(const std::string& directory);
+  /// The file goes in `directory` ("": the system's temporary directory, $TMPDIR).
+  explicit SpillFile(std::string directory);
   ~SpillFile();
   SpillFile(const SpillFile&) = delete;
   SpillFile& operator=(const SpillFile&) = delete;
@@ -26,16 +28,15 @@ class SpillFile {
   /// DIR: ...", "cannot write a temporary file: No space left on device").
   [[nodiscard]] const std::string& error() const { return error_; }
   void append(const void* data, size_t bytes);
-  /// Writes out what append() buffered; readers see only what was flushed.
-  void flush();
-  /// Reads `bytes` at `offset` of what was flushed; false (with error() set) if they are not all
-  /// there.
+  /// Reads `bytes` at `offset` of what was appended; false (with error() set) on a failure.
   bool read_at(uint64_t offset, void* data, size_t bytes);
   /// Bytes appended so far.
   [[nodiscard]] uint64_t size() const { return written_ + buffer_.size(); }
 
  private:
+  void write_buffer();
   void fail(std::string what);
+  std::string directory_;
   int fd_ = -1;
   uint64_t written_ = 0;
   std::vector<char> buffer_;  ///< capacity fixed at construction
@@ -86,9 +87,8 @@ class SpillLog {
     size_t at_ = 0;
     size_t filled_ = 0;
   };
-  /// A cursor over records [first, last); flushes first, so every record pushed so far is seen.
+  /// A cursor over records [first, last) (of those pushed so far).
   Cursor read(uint64_t first, uint64_t last) {
-    file_.flush();
     return Cursor(*this, first, std::min(last, count_));
   }
   Cursor read_all() { return read(0, count_); }

@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -128,6 +129,58 @@ TEST_SUITE("timeline") {
     CHECK(text.find(R"("name":"b.w +1 more","cat":"prefetch")") != std::string::npos);
     CHECK(text.find(R"({"ph":"f","pid":0,"tid":0,"ts":6.120,"name":"wait","cat":"wait","id":1,)"
                     R"("bp":"e"})") != std::string::npos);
+  }
+
+  TEST_CASE("chrome_trace: the streaming writer's text is the in-memory renderer's") {
+    testing::ScenarioBuilder b(4);
+    b.s.config.zero.offload_param.device = model::OffloadDevice::Cpu;
+    const auto ma = b.module("a", 10);
+    const auto mb = b.module("b", 10);
+    const auto pa = b.param(ma, "w", 1'024);
+    const auto pb = b.param(mb, "w", 1'024);
+    const auto pb2 = b.param(mb, "b", 1'024);
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    testing::VectorSink out;
+    // Enough steps that every part outgrows its buffer and is read back from disk.
+    for (const int steps : {1, 3000}) {
+      CAPTURE(steps);
+      ChromeTraceWriter writer(b.s, "");
+      Timeline tl(b.s, cost, out, {.per_module = false, .record = true, .recorder = &writer});
+      for (int step = 0; step < steps; ++step) {
+        const Ev events[] = {
+            Ev(EventKind::Fetch).module(ma).step(step),
+            Ev(EventKind::Gather).module(ma).param(pa).group(1).step(step),
+            Ev(EventKind::Wait).module(ma).param(pa).group(1).step(step),
+            Ev(EventKind::Prefetch).module(ma).param(pb).group(2).step(step),
+            Ev(EventKind::Prefetch).module(ma).param(pb2).group(2).step(step),
+            Ev(EventKind::Compute).module(ma).step(step),
+            Ev(EventKind::Release).module(ma).param(pa).step(step),
+            Ev(EventKind::Fetch).module(mb).step(step),
+            Ev(EventKind::Wait).module(mb).param(pb).group(2).step(step),
+            Ev(EventKind::Compute).module(mb).step(step),
+            Ev(EventKind::BackwardPost, trace::Phase::Bwd).module(mb).step(step),
+            Ev(EventKind::Release).module(mb).param(pb).step(step),
+            Ev(EventKind::Release).module(mb).param(pb2).step(step),
+            Ev(EventKind::OptimizerStep).step(step),
+        };
+        for (const Ev& e : events) {
+          tl.on_event(e);
+        }
+      }
+      tl.finish();
+      const ChromeTraceNotes notes{"a title", "a message"};
+      std::FILE* file = std::tmpfile();
+      REQUIRE(file != nullptr);
+      CHECK(writer.write(file, notes));
+      CHECK(writer.error() == "");
+      std::string streamed(static_cast<size_t>(std::ftell(file)), '\0');
+      std::rewind(file);
+      CHECK(std::fread(streamed.data(), 1, streamed.size(), file) == streamed.size());
+      std::fclose(file);
+      const std::string whole = chrome_trace_json(tl.recording(), b.s, notes);
+      CHECK(streamed.size() > (steps > 1 ? size_t{1} << 20 : 0));
+      CHECK(streamed == whole);
+    }
   }
 
   TEST_CASE("chrome_trace: an empty recording is still a valid document") {
