@@ -434,9 +434,7 @@ class RecordingSource {
   explicit RecordingSource(const Recording& recording) : r_(recording) {}
   template <typename F>
   void for_each_slice(F visit) {
-    for (const Slice& s : r_.slices) {
-      visit(s);
-    }
+    std::for_each(r_.slices.begin(), r_.slices.end(), visit);
   }
   template <typename F>
   void for_each_slice_with_params(F visit) {
@@ -452,15 +450,11 @@ class RecordingSource {
   }
   template <typename F>
   void for_each_landmark(F visit) {
-    for (const Landmark& l : r_.landmarks) {
-      visit(l);
-    }
+    std::for_each(r_.landmarks.begin(), r_.landmarks.end(), visit);
   }
   template <typename F>
   void for_each_live_bytes(F visit) {
-    for (const CounterSample& c : r_.live_bytes) {
-      visit(c);
-    }
+    std::for_each(r_.live_bytes.begin(), r_.live_bytes.end(), visit);
   }
   [[nodiscard]] std::span<const model::ParamIndex> params_of(const Slice& s) const {
     if (s.params_count == 0) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "tests/timeline/timeline_test_util.h"
 
@@ -71,32 +72,47 @@ std::string validate_chrome_trace(const nlohmann::json& doc) {
   return "";
 }
 
-TEST_SUITE("timeline") {
-  TEST_CASE("chrome_trace: streams, slices, flows and counters of a small run") {
-    testing::ScenarioBuilder b(4);
+// Two modules on 4 ranks with offloading: a with one param, b with two.
+struct TwoModules {
+  testing::ScenarioBuilder b{4};
+  struct Ids {
+    model::ModuleIndex ma, mb;
+    model::ParamIndex pa, pb, pb2;
+  } ids = make();
+  AnalyticalCostModel cost{b.s, testing::round_calibration()};
+  testing::VectorSink out;
+  Ids make() {
     b.s.config.zero.offload_param.device = model::OffloadDevice::Cpu;
     const auto ma = b.module("a", 10);
     const auto mb = b.module("b", 10);
-    const auto pa = b.param(ma, "w", 1'024);
-    const auto pb = b.param(mb, "w", 1'024);
-    const auto pb2 = b.param(mb, "b", 1'024);
-    AnalyticalCostModel cost(b.s, testing::round_calibration());
-    testing::VectorSink out;
-    Timeline tl(b.s, cost, out, {.per_module = false, .record = true});
-    const Ev events[] = {
-        Ev(EventKind::Fetch).module(ma),
-        Ev(EventKind::Gather).module(ma).param(pa).group(1),
-        Ev(EventKind::Wait).module(ma).param(pa).group(1),
-        Ev(EventKind::Prefetch).module(ma).param(pb).group(2),
-        Ev(EventKind::Prefetch).module(ma).param(pb2).group(2),
-        Ev(EventKind::Compute).module(ma),
-        Ev(EventKind::Release).module(ma).param(pa),
-        Ev(EventKind::Fetch).module(mb),
-        Ev(EventKind::Wait).module(mb).param(pb).group(2),
-        Ev(EventKind::Wait).module(mb).param(pb2).group(2),
-        Ev(EventKind::Compute).module(mb),
-        Ev(EventKind::BackwardPost, trace::Phase::Bwd).module(mb),
+    return {ma, mb, b.param(ma, "w", 1'024), b.param(mb, "w", 1'024), b.param(mb, "b", 1'024)};
+  }
+  // a fetches pa and prefetches b's two params, which b then waits on.
+  [[nodiscard]] std::vector<Ev> step_events(int32_t step) const {
+    const auto [ma, mb, pa, pb, pb2] = ids;
+    return {
+        Ev(EventKind::Fetch).module(ma).step(step),
+        Ev(EventKind::Gather).module(ma).param(pa).group(1).step(step),
+        Ev(EventKind::Wait).module(ma).param(pa).group(1).step(step),
+        Ev(EventKind::Prefetch).module(ma).param(pb).group(2).step(step),
+        Ev(EventKind::Prefetch).module(ma).param(pb2).group(2).step(step),
+        Ev(EventKind::Compute).module(ma).step(step),
+        Ev(EventKind::Release).module(ma).param(pa).step(step),
+        Ev(EventKind::Fetch).module(mb).step(step),
+        Ev(EventKind::Wait).module(mb).param(pb).group(2).step(step),
+        Ev(EventKind::Wait).module(mb).param(pb2).group(2).step(step),
+        Ev(EventKind::Compute).module(mb).step(step),
+        Ev(EventKind::BackwardPost, trace::Phase::Bwd).module(mb).step(step),
     };
+  }
+};
+
+TEST_SUITE("timeline") {
+  TEST_CASE("chrome_trace: streams, slices, flows and counters of a small run") {
+    TwoModules two;
+    const testing::ScenarioBuilder& b = two.b;
+    Timeline tl(b.s, two.cost, two.out, {.per_module = false, .record = true});
+    const std::vector<Ev> events = two.step_events(0);
     for (const Ev& e : events) {
       tl.on_event(e);
     }
@@ -132,37 +148,20 @@ TEST_SUITE("timeline") {
   }
 
   TEST_CASE("chrome_trace: the streaming writer's text is the in-memory renderer's") {
-    testing::ScenarioBuilder b(4);
-    b.s.config.zero.offload_param.device = model::OffloadDevice::Cpu;
-    const auto ma = b.module("a", 10);
-    const auto mb = b.module("b", 10);
-    const auto pa = b.param(ma, "w", 1'024);
-    const auto pb = b.param(mb, "w", 1'024);
-    const auto pb2 = b.param(mb, "b", 1'024);
-    AnalyticalCostModel cost(b.s, testing::round_calibration());
-    testing::VectorSink out;
+    TwoModules two;
+    const testing::ScenarioBuilder& b = two.b;
+    const auto [ma, mb, pa, pb, pb2] = two.ids;
     // Enough steps that every part outgrows its buffer and is read back from disk.
     for (const int steps : {1, 3000}) {
       CAPTURE(steps);
       ChromeTraceWriter writer(b.s, "");
-      Timeline tl(b.s, cost, out, {.per_module = false, .record = true, .recorder = &writer});
+      Timeline tl(b.s, two.cost, two.out,
+                  {.per_module = false, .record = true, .recorder = &writer});
       for (int step = 0; step < steps; ++step) {
-        const Ev events[] = {
-            Ev(EventKind::Fetch).module(ma).step(step),
-            Ev(EventKind::Gather).module(ma).param(pa).group(1).step(step),
-            Ev(EventKind::Wait).module(ma).param(pa).group(1).step(step),
-            Ev(EventKind::Prefetch).module(ma).param(pb).group(2).step(step),
-            Ev(EventKind::Prefetch).module(ma).param(pb2).group(2).step(step),
-            Ev(EventKind::Compute).module(ma).step(step),
-            Ev(EventKind::Release).module(ma).param(pa).step(step),
-            Ev(EventKind::Fetch).module(mb).step(step),
-            Ev(EventKind::Wait).module(mb).param(pb).group(2).step(step),
-            Ev(EventKind::Compute).module(mb).step(step),
-            Ev(EventKind::BackwardPost, trace::Phase::Bwd).module(mb).step(step),
-            Ev(EventKind::Release).module(mb).param(pb).step(step),
-            Ev(EventKind::Release).module(mb).param(pb2).step(step),
-            Ev(EventKind::OptimizerStep).step(step),
-        };
+        std::vector<Ev> events = two.step_events(step);
+        events.push_back(Ev(EventKind::Release).module(mb).param(pb).step(step));
+        events.push_back(Ev(EventKind::Release).module(mb).param(pb2).step(step));
+        events.push_back(Ev(EventKind::OptimizerStep).step(step));
         for (const Ev& e : events) {
           tl.on_event(e);
         }
