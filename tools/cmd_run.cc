@@ -2,6 +2,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "sim/simulator.h"
 #include "sim/timeline/calibration.h"
 #include "sim/timeline/cost_model.h"
+#include "sim/timeline/step_log.h"
 #include "sim/timeline/timeline.h"
 #include "tools/commands.h"
 #include "tools/order_input.h"
@@ -156,6 +158,13 @@ int run(const RunOptions& options) {
   // The report and the replay schedule need the whole recording in memory; the Chrome trace
   // is written as it is produced, through temporary files beside it.
   timeline_options.record = !options.replay_schedule_path.empty() || !options.report_path.empty();
+  // The text table streams its steps from a temporary file; --json, the report and the replay
+  // schedule keep them in memory (the JSON document holds them all anyway).
+  std::optional<sim::StepLog> step_log;
+  if (!options.json && !timeline_options.record) {
+    step_log.emplace(outputs.empty() ? std::string() : outputs.front()->scratch_directory());
+    timeline_options.steps = &*step_log;
+  }
   std::optional<sim::ChromeTraceWriter> chrome_trace;
   if (timeline_out != nullptr) {
     chrome_trace.emplace(*scenario, timeline_out->scratch_directory());
@@ -244,7 +253,18 @@ int run(const RunOptions& options) {
       SummaryTextOptions text_options;
       text_options.per_module = options.per_module;
       text_options.module_rows = options.all_modules ? 0 : text_options.module_rows;
-      std::fputs(summary_text(timeline.summary(), *scenario, text_options).c_str(), stdout);
+      if (step_log) {
+        const StepSource steps = [&](const std::function<void(const sim::StepSummary&)>& visit) {
+          step_log->for_each(visit);
+        };
+        write_summary_text(stdout, timeline.summary(), steps, *scenario, text_options);
+        if (!step_log->error().empty()) {
+          std::fprintf(stderr, "zfetch: error: %s\n", step_log->error().c_str());
+          return kExitBadInput;
+        }
+      } else {
+        std::fputs(summary_text(timeline.summary(), *scenario, text_options).c_str(), stdout);
+      }
     }
   }
   if (order_sink) {

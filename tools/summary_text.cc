@@ -4,30 +4,42 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <iterator>
+#include <string_view>
 #include <vector>
 
 #include "tools/human_units.h"
 
 namespace zfetch::tools {
 
-std::string summary_text(const sim::TimelineSummary& summary, const model::Scenario& scenario,
-                         const SummaryTextOptions& options) {
+namespace {
+
+// The tables, handed to `emit` a block at a time (the step table has a row per step).
+void format_summary(const std::function<void(std::string_view)>& emit,
+                    const sim::TimelineSummary& summary, const StepSource& steps,
+                    const model::Scenario& scenario, const SummaryTextOptions& options) {
+  constexpr size_t kBlockBytes = size_t{1} << 16;
   fmt::memory_buffer out;
   auto it = std::back_inserter(out);
   fmt::format_to(it, "# {:>4} {:>5} {:>11} {:>11} {:>12} {:>7} {:>10} {:>10}\n", "step", "rank",
                  "step_time", "compute", "exposed_comm", "gathers", "gathered", "peak_live");
-  for (const sim::StepSummary& s : summary.steps) {
+  steps([&](const sim::StepSummary& s) {
     fmt::format_to(it, "  {:>4} {:>5} {:>11} {:>11} {:>12} {:>7} {:>10} {:>10}\n", s.step, s.rank,
                    human_duration(s.step_ns), human_duration(s.compute_ns),
                    human_duration(s.exposed_comm_ns), s.gathers, human_bytes(s.gathered_bytes),
                    human_bytes(s.peak_live_bytes));
-  }
+    if (out.size() >= kBlockBytes) {
+      emit(std::string_view(out.data(), out.size()));
+      out.clear();
+    }
+  });
   fmt::format_to(it, "# end {}, exposed communication {}, peak live parameters {}\n",
                  human_duration(summary.end_ns), human_duration(summary.exposed_comm_ns),
                  human_bytes(summary.peak_live_bytes));
   if (!options.per_module) {
-    return fmt::to_string(out);
+    emit(std::string_view(out.data(), out.size()));
+    return;
   }
   for (size_t r = 0; r < summary.modules.size(); ++r) {
     const std::vector<sim::ModuleSummary>& modules = summary.modules[r];
@@ -58,7 +70,27 @@ std::string summary_text(const sim::TimelineSummary& summary, const model::Scena
       fmt::format_to(it, "# {} more modules (--all lists them)\n", rows.size() - shown);
     }
   }
-  return fmt::to_string(out);
+  emit(std::string_view(out.data(), out.size()));
+}
+
+}  // namespace
+
+std::string summary_text(const sim::TimelineSummary& summary, const model::Scenario& scenario,
+                         const SummaryTextOptions& options) {
+  std::string text;
+  const StepSource steps = [&](const std::function<void(const sim::StepSummary&)>& visit) {
+    std::for_each(summary.steps.begin(), summary.steps.end(), visit);
+  };
+  format_summary([&](std::string_view block) { text.append(block); }, summary, steps, scenario,
+                 options);
+  return text;
+}
+
+void write_summary_text(std::FILE* out, const sim::TimelineSummary& summary,
+                        const StepSource& steps, const model::Scenario& scenario,
+                        const SummaryTextOptions& options) {
+  format_summary([&](std::string_view block) { std::fwrite(block.data(), 1, block.size(), out); },
+                 summary, steps, scenario, options);
 }
 
 }  // namespace zfetch::tools

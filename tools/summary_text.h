@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdio>
+#include <functional>
 #include <string>
 
 #include "model/scenario.h"
@@ -22,5 +24,14 @@ struct SummaryTextOptions {
 /// integers.
 std::string summary_text(const sim::TimelineSummary& summary, const model::Scenario& scenario,
                          const SummaryTextOptions& options);
+
+/// Calls its argument on every step summary in sim::step_order (a sim::StepLog's, say).
+using StepSource = std::function<void(const std::function<void(const sim::StepSummary&)>&)>;
+
+/// The same text written to `out` as it is formatted, with the steps from `steps` instead of
+/// summary.steps: the memory it needs does not grow with the number of steps.
+void write_summary_text(std::FILE* out, const sim::TimelineSummary& summary,
+                        const StepSource& steps, const model::Scenario& scenario,
+                        const SummaryTextOptions& options);
 
 }  // namespace zfetch::tools

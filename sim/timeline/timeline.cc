@@ -670,10 +670,7 @@ void Timeline::finish() {
     }
   }
   // Steps were appended as each rank moved on; report them by (step, rank).
-  std::stable_sort(summary_.steps.begin(), summary_.steps.end(),
-                   [](const StepSummary& a, const StepSummary& b) {
-                     return a.step != b.step ? a.step < b.step : a.rank < b.rank;
-                   });
+  std::stable_sort(summary_.steps.begin(), summary_.steps.end(), step_order);
 }
 
 void Recording::on_gather_params(std::span<const model::ParamIndex> params) {

@@ -43,6 +43,11 @@ struct StepSummary {
   bool optimizer_step = false;         ///< the step ended with an OptimizerStep event
 };
 
+/// The order of TimelineSummary::steps: by step, then rank.
+inline bool step_order(const StepSummary& a, const StepSummary& b) {
+  return a.step != b.step ? a.step < b.step : a.rank < b.rank;
+}
+
 /// Per-module totals over the whole run on one rank (TimelineOptions::per_module).
 struct ModuleSummary {
   int64_t fetches = 0;
@@ -56,7 +61,7 @@ struct ModuleSummary {
 };
 
 struct TimelineSummary {
-  std::vector<StepSummary> steps;  ///< sorted by (step, rank)
+  std::vector<StepSummary> steps;  ///< step_order; empty with TimelineOptions::steps
   /// [i] is the per-module table of ranks[i]; empty unless TimelineOptions::per_module.
   std::vector<int32_t> ranks;
   std::vector<std::vector<ModuleSummary>> modules;
