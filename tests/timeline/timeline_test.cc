@@ -5,8 +5,10 @@
 
 #include <initializer_list>
 #include <map>
+#include <vector>
 
 #include "sim/timeline/cost_model.h"
+#include "sim/timeline/step_log.h"
 #include "tests/timeline/timeline_test_util.h"
 
 namespace zfetch::sim {
@@ -446,6 +448,41 @@ TEST_SUITE("timeline") {
           "\"reduce_scattered_bytes\":0,\"peak_live_bytes\":4096,\"optimizer_step\":false}],"
           "\"modules\":[{\"rank\":0,\"module\":\"a\",\"fetches\":1,\"compute_ns\":10000,"
           "\"exposed_comm_ns\":4072,\"gathered_bytes\":4096,\"prefetched_bytes\":0}]}");
+  }
+
+  TEST_CASE("timeline: a StepLog gives the steps in the summary's order, spilled to disk") {
+    // Ranks run one after another and each closes its last step only at finish(), so the steps
+    // arrive as four sorted runs; 2 x 2,000 summaries outgrow the log's memory buffer.
+    testing::ScenarioBuilder b(2);
+    const auto m = b.module("a", 10);
+    AnalyticalCostModel cost(b.s, testing::round_calibration());
+    VectorSink out;
+    StepLog log("");
+    Timeline kept(b.s, cost, out);
+    Timeline logged(b.s, cost, out, {.steps = &log});
+    for (int32_t rank = 0; rank < 2; ++rank) {
+      for (int32_t step = 0; step < 2'000; ++step) {
+        const Ev e = Ev(EventKind::Compute).module(m).rank(rank).step(step);
+        kept.on_event(e);
+        logged.on_event(e);
+      }
+    }
+    kept.finish();
+    logged.finish();
+    CHECK(logged.summary().steps.empty());
+    CHECK(logged.summary().peak_live_bytes == kept.summary().peak_live_bytes);
+    std::vector<StepSummary> read;
+    CHECK(log.for_each([&](const StepSummary& s) { read.push_back(s); }));
+    CHECK(log.error() == "");
+    const std::vector<StepSummary>& expected = kept.summary().steps;
+    REQUIRE(read.size() == expected.size());
+    for (size_t i = 0; i < read.size(); ++i) {
+      CAPTURE(i);
+      CHECK(read[i].step == expected[i].step);
+      CHECK(read[i].rank == expected[i].rank);
+      CHECK(read[i].start_ns == expected[i].start_ns);
+      CHECK(read[i].step_ns == expected[i].step_ns);
+    }
   }
 }
 
