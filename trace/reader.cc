@@ -1,12 +1,13 @@
 // TraceReader: reads the stream in large chunks, splits lines with memchr, and parses each line
-// in place, so memory stays constant and names are views into the current line.
+// in place, so memory stays constant and names are views into the current line. Lines in the
+// writer's own form take parse_writer_form; any other line (and every error) the general
+// parser below, which locates what is wrong.
 #include "trace/reader.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "trace/flat_json.h"
 #include "trace/json_escape.h"
 #include "trace/names.h"
+#include "trace/writer_form.h"
 
 namespace zfetch::trace {
 namespace {
@@ -74,277 +76,14 @@ std::string unknown_name_message(std::string_view what, std::string_view name,
   return message;
 }
 
-// The fast path reads the writer's own form of an event line: the keys in the writer's order,
-// no whitespace, integers without a sign where the field cannot be negative, names without
-// escapes. Anything else (another writer, a hand-edited line, an error) returns false and the
-// general parser reads the line, so the fast path only has to be right about lines it accepts.
-class FastEventParser {
- public:
-  FastEventParser(const char* first, const char* last) : p_(first), end_(last) {}
-
-  bool parse(Event& e) {
-    uint64_t u = 0;
-    if (!literal(R"({"seq":)") || !unsigned_integer(u)) {
-      return false;
-    }
-    e.seq = u;
-    if (!literal(R"(,"t_ns":)") || !signed_integer(e.t_ns)) {
-      return false;
-    }
-    if (!literal(R"(,"rank":)") || !unsigned_integer(u) || u > kInt32Max) {
-      return false;
-    }
-    e.rank = static_cast<int32_t>(u);
-    if (!literal(R"(,"engine":)") || !int32(e.engine) || !literal(R"(,"step":)") ||
-        !int32(e.step) || !literal(R"(,"micro_step":)") || !int32(e.micro_step)) {
-      return false;
-    }
-    std::string_view name;
-    if (!literal(R"(,"phase":)") || !string(name)) {
-      return false;
-    }
-    if (auto phase = parse_phase(name)) {
-      e.phase = *phase;
-    } else {
-      return false;
-    }
-    if (!literal(R"(,"kind":)") || !string(name)) {
-      return false;
-    }
-    if (auto kind = parse_event_kind(name)) {
-      e.kind = *kind;
-    } else {
-      return false;
-    }
-    if (optional_key(R"(,"trace_step":)")) {
-      if (!unsigned_integer(u) || u > kInt32Max) {
-        return false;
-      }
-      e.trace_step = static_cast<int32_t>(u);
-    }
-    if (optional_key(R"(,"module_id":)")) {
-      if (!unsigned_integer(u) || !literal(R"(,"module":)") || !string(e.module)) {
-        return false;
-      }
-      e.module_id = static_cast<int64_t>(u);
-    }
-    if (optional_key(R"(,"param_id":)")) {
-      if (!unsigned_integer(u) || !literal(R"(,"param":)") || !string(e.param)) {
-        return false;
-      }
-      e.param_id = static_cast<int64_t>(u);
-    }
-    if (optional_key(R"(,"status":)")) {
-      if (!string(name)) {
-        return false;
-      }
-      if (auto status = parse_status(name)) {
-        e.status = *status;
-      } else {
-        return false;
-      }
-    }
-    if (optional_key(R"(,"numel":)")) {
-      if (!unsigned_integer(u)) {
-        return false;
-      }
-      e.numel = static_cast<int64_t>(u);
-    }
-    if (optional_key(R"(,"bytes":)")) {
-      if (!unsigned_integer(u)) {
-        return false;
-      }
-      e.bytes = static_cast<int64_t>(u);
-    }
-    if (optional_key(R"(,"group":)")) {
-      if (!unsigned_integer(u)) {
-        return false;
-      }
-      e.group = static_cast<int64_t>(u);
-    }
-    return end_ - p_ == 1 && *p_ == '}';
-  }
-
- private:
-  static constexpr uint64_t kInt32Max = std::numeric_limits<int32_t>::max();
-
-  // Compares 8 bytes at a time with loads the compiler can fold the literal into; memcmp is
-  // an out-of-line call here, and the keys are most of a line.
-  template <size_t N>
-  [[gnu::always_inline]] bool literal(const char (&text)[N]) {
-    constexpr size_t kSize = N - 1;
-    if (static_cast<size_t>(end_ - p_) < kSize) {
-      return false;
-    }
-    uint64_t differ = 0;
-    size_t i = 0;
-    for (; i + 8 <= kSize; i += 8) {
-      differ |= load8(p_ + i) ^ load8(text + i);
-    }
-    for (; i < kSize; ++i) {
-      differ |= static_cast<uint64_t>(static_cast<unsigned char>(p_[i] ^ text[i]));
-    }
-    if (differ != 0) {
-      return false;
-    }
-    p_ += kSize;
-    return true;
-  }
-
-  // How many of the 8 bytes of `word`, from the lowest, are ASCII digits (SWAR: a byte is a
-  // digit when its high nibble is 3 and adding 6 keeps it so). A carry only runs upwards from
-  // a byte that is not a digit, so the lowest flagged byte is exact.
-  static int leading_digits(uint64_t word) {
-    constexpr uint64_t kHighNibbles = 0xF0F0F0F0F0F0F0F0ULL;
-    constexpr uint64_t kThrees = 0x3030303030303030ULL;
-    const uint64_t not_digit = ((word & kHighNibbles) ^ kThrees) |
-                               (((word + 0x0606060606060606ULL) & kHighNibbles) ^ kThrees);
-    constexpr uint64_t kLow7 = 0x7F7F7F7F7F7F7F7FULL;
-    const uint64_t flags = (((not_digit & kLow7) + kLow7) | not_digit) & ~kLow7;
-    return flags == 0 ? 8 : std::countr_zero(flags) / 8;
-  }
-
-  // The value of the first `n` (1..8) digits of `word`, the first digit the most significant
-  // (Lemire, "Quickly parsing eight digits"). Shifting the digits to the top fills the low
-  // bytes with zeros, which are leading zero digits.
-  static uint64_t eight_digits(uint64_t word, int n) {
-    uint64_t d = (word - 0x3030303030303030ULL) << (8 * (8 - n));
-    d = d * 10 + (d >> 8);
-    d = (((d & 0x000000FF000000FFULL) * (100 + (1000000ULL << 32))) +
-         (((d >> 16) & 0x000000FF000000FFULL) * (1 + (10000ULL << 32)))) >>
-        32;
-    return d;
-  }
-
-  static constexpr uint64_t kPowersOf10[] = {1,       10,        100,        1'000,      10'000,
-                                             100'000, 1'000'000, 10'000'000, 100'000'000};
-
-  static uint64_t load8(const char* at) {
-    uint64_t word = 0;
-    std::memcpy(&word, at, 8);
-    return word;
-  }
-
-  // Like literal, for a key the writer leaves out when the field is absent: its first two
-  // bytes (`,"` then the key's first letter) decide cheaply whether it is there.
-  template <size_t N>
-  [[gnu::always_inline]] bool optional_key(const char (&text)[N]) {
-    if (end_ - p_ < 3 || p_[2] != text[2]) {
-      return false;
-    }
-    return literal(text);
-  }
-
-  // Up to 18 digits, no leading zero: larger values, signs and floats go to the general
-  // parser, which checks their range or reports them.
-  [[gnu::always_inline]] bool unsigned_integer(uint64_t& out) {
-    // Most values of a line are integers of several digits; read up to 16 of them 8 at a time
-    // (only within the line: the last fields have fewer than 16 bytes after them).
-    if (end_ - p_ >= 8) {
-      // rank, engine, step and micro_step are mostly one digit: no need for the word trick.
-      if (static_cast<unsigned char>(p_[1] - '0') >= 10 &&
-          static_cast<unsigned char>(p_[0] - '0') < 10) {
-        out = static_cast<uint64_t>(p_[0] - '0');
-        ++p_;
-        return true;
-      }
-      const uint64_t first = load8(p_);
-      const int n = leading_digits(first);
-      if (n == 0 || (n > 1 && *p_ == '0')) {
-        return false;
-      }
-      if (n < 8) {
-        out = eight_digits(first, n);
-        p_ += n;
-        return true;
-      }
-      if (end_ - p_ >= 16) {
-        const uint64_t second = load8(p_ + 8);
-        const int m = leading_digits(second);
-        if (m < 8) {
-          out = eight_digits(first, 8) * kPowersOf10[m] + (m == 0 ? 0 : eight_digits(second, m));
-          p_ += 8 + m;
-          return true;
-        }
-      }
-    }
-    const char* const start = p_;
-    uint64_t value = 0;
-    while (p_ != end_ && static_cast<unsigned char>(*p_ - '0') < 10) {
-      value = value * 10 + static_cast<uint64_t>(*p_ - '0');
-      ++p_;
-    }
-    const auto digits = p_ - start;
-    if (digits == 0 || digits > 18 || (*start == '0' && digits > 1)) {
-      return false;
-    }
-    out = value;
-    return true;
-  }
-
-  bool signed_integer(int64_t& out) {
-    const bool negative = p_ != end_ && *p_ == '-';
-    if (negative) {
-      ++p_;
-    }
-    uint64_t magnitude = 0;
-    if (!unsigned_integer(magnitude)) {
-      return false;
-    }
-    out = negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
-    return true;
-  }
-
-  bool int32(int32_t& out) {
-    int64_t value = 0;
-    if (!signed_integer(value) || value < std::numeric_limits<int32_t>::min() ||
-        value > std::numeric_limits<int32_t>::max()) {
-      return false;
-    }
-    out = static_cast<int32_t>(value);
-    return true;
-  }
-
-  // A quoted string with no escape and no control byte, as a view into the line.
-  [[gnu::always_inline]] bool string(std::string_view& out) {
-    if (p_ == end_ || *p_ != '"') {
-      return false;
-    }
-    const char* const start = p_ + 1;
-    const char* p = start;
-    while (end_ - p >= 8) {
-      uint64_t word = 0;
-      std::memcpy(&word, p, 8);
-      const uint64_t mask = json_special_mask(word);
-      if (mask != 0) {
-        p += std::countr_zero(mask) / 8;  // the lowest flagged byte is exact
-        break;
-      }
-      p += 8;
-    }
-    if (end_ - p < 8) {
-      while (p != end_ && *p != '"' && *p != '\\' && static_cast<unsigned char>(*p) >= 0x20) {
-        ++p;
-      }
-    }
-    if (p == end_ || *p != '"') {
-      return false;
-    }
-    out = std::string_view(start, static_cast<size_t>(p - start));
-    p_ = p + 1;
-    return true;
-  }
-
-  const char* p_;
-  const char* end_;
-};
-
 }  // namespace
 
 struct TraceReader::State {
   std::istream& in;
   std::string file;
-  std::vector<char> buffer = std::vector<char>(kReadChunk);
+  // Bytes read and not yet parsed, followed by kWriterFormPadding bytes that reads never fill
+  // (so that the fast path may load past a line's newline).
+  std::vector<char> buffer = std::vector<char>(kReadChunk + kWriterFormPadding);
   size_t begin = 0;  // start of the unread bytes in `buffer`
   size_t end = 0;    // end of the bytes read so far
   bool eof = false;
@@ -419,10 +158,12 @@ struct TraceReader::State {
       std::memmove(buffer.data(), buffer.data() + begin, end - begin);
       end -= begin;
       begin = 0;
-      if (end == buffer.size()) {
-        buffer.resize(buffer.size() * 2);
+      const size_t capacity = buffer.size() - kWriterFormPadding;
+      if (end == capacity) {
+        buffer.resize(capacity * 2 + kWriterFormPadding);
       }
-      in.read(buffer.data() + end, static_cast<std::streamsize>(buffer.size() - end));
+      in.read(buffer.data() + end,
+              static_cast<std::streamsize>(buffer.size() - kWriterFormPadding - end));
       const auto count = static_cast<size_t>(in.gcount());
       end += count;
       if (count == 0 || !in) {
@@ -431,97 +172,106 @@ struct TraceReader::State {
     }
   }
 
+  // What next_field found.
+  enum class Field : uint8_t { Known, End, Unknown, Failed };
+  template <size_t N>
+  Field next_field(FlatJsonParser& parser, const std::array<std::string_view, N>& names,
+                   uint32_t string_keys, std::string_view where, uint32_t& seen, int& index,
+                   std::string_view& key, JsonValue& value);
+  bool fail_at_key(std::string message, const FlatJsonParser& parser, std::string_view key) {
+    return fail(std::move(message), parser.key_column(), static_cast<uint32_t>(key.size() + 2));
+  }
+  bool fail_at_value(std::string message, const FlatJsonParser& parser) {
+    return fail(std::move(message), parser.value_column(), parser.value_length());
+  }
+
   bool parse_header(char* first, char* last);
+  bool store_header_field(int index, const JsonValue& value, const FlatJsonParser& parser);
+
   // The writer's form, without copying the line; false leaves the line to parse_event.
   bool parse_fast(const char* first, const char* last) {
-    Event e;
-    if (!FastEventParser(first, last).parse(e) || (have_seq && e.seq <= last_seq)) {
+    if (!parse_writer_form(first, last, event) || (have_seq && event.seq <= last_seq)) {
       return false;
     }
-    have_seq = true;
-    last_seq = e.seq;
-    last_seq_line = line;
-    event = e;
+    accept_seq(event.seq);
     return true;
   }
+  // Remembers the seq of the event just read, which the next one must exceed.
+  void accept_seq(uint64_t seq) {
+    have_seq = true;
+    last_seq = seq;
+    last_seq_line = line;
+  }
+
+  // The general parser: any valid JSON form of an event line, every error located.
   bool parse_event(char* first, char* last);
+  bool store_name(int index, std::string_view name, const FlatJsonParser& parser, Event& e);
+  bool check_keys(uint32_t seen, uint32_t line_length);
+  bool check_seq(uint64_t seq, uint32_t column, uint32_t length);
 };
+
+// The next field of a flat object whose keys are `names` (`string_keys`: the bits of those
+// whose value is a string, the others are integers). Known: `index` is the key's; a duplicate
+// key or a value of the wrong type is an error (Failed, reported); Unknown: the caller says
+// what the key might have been.
+template <size_t N>
+TraceReader::State::Field TraceReader::State::next_field(
+    FlatJsonParser& parser, const std::array<std::string_view, N>& names, uint32_t string_keys,
+    std::string_view where, uint32_t& seen, int& index, std::string_view& key, JsonValue& value) {
+  const auto result = parser.next(key, value);
+  if (result == FlatJsonParser::Result::Error) {
+    fail(parser.error(), parser.error_column());
+    return Field::Failed;
+  }
+  if (result == FlatJsonParser::Result::End) {
+    return Field::End;
+  }
+  index = find_key(names, key);
+  if (index < 0) {
+    return Field::Unknown;
+  }
+  const uint32_t bit = 1U << index;
+  if ((seen & bit) != 0) {
+    fail_at_key(fmt::format("duplicate key '{}'{}", key, where), parser, key);
+    return Field::Failed;
+  }
+  seen |= bit;
+  const auto wanted = (string_keys & bit) != 0 ? JsonValue::Type::String : JsonValue::Type::Integer;
+  if (value.type != wanted) {
+    fail_at_value(
+        fmt::format("expected {} for '{}', got {}", type_name(wanted), key, type_name(value.type)),
+        parser);
+    return Field::Failed;
+  }
+  return Field::Known;
+}
 
 bool TraceReader::State::parse_header(char* first, char* last) {
   keep_line(first, last);
   FlatJsonParser parser(first, last);
-  std::string_view key;
-  JsonValue value;
+  constexpr uint32_t kStringKeys = (1U << kFormat) | (1U << kScenario) | (1U << kDiscovery);
   uint32_t seen = 0;
   while (true) {
-    const auto result = parser.next(key, value);
-    if (result == FlatJsonParser::Result::Error) {
-      return fail(parser.error(), parser.error_column());
-    }
-    if (result == FlatJsonParser::Result::End) {
+    int index = -1;
+    std::string_view key;
+    JsonValue value;
+    const Field field =
+        next_field(parser, kHeaderKeyNames, kStringKeys, " in the header", seen, index, key, value);
+    if (field == Field::End) {
       break;
     }
-    const int index = find_key(kHeaderKeyNames, key);
-    if (index < 0) {
+    if (field == Field::Failed) {
+      return false;
+    }
+    if (field == Field::Unknown) {
       // An event line where the header belongs is the likely mistake; say so.
       if (key == "seq" && seen == 0) {
         return fail("missing trace header (expected {\"format\":\"zfetch-trace\",...} on line 1)");
       }
-      return fail(fmt::format("unknown key '{}' in the header", key), parser.key_column(),
-                  static_cast<uint32_t>(key.size() + 2));
+      return fail_at_key(fmt::format("unknown key '{}' in the header", key), parser, key);
     }
-    const uint32_t bit = 1U << index;
-    if ((seen & bit) != 0) {
-      return fail(fmt::format("duplicate key '{}' in the header", key), parser.key_column(),
-                  static_cast<uint32_t>(key.size() + 2));
-    }
-    seen |= bit;
-    const bool wants_integer = index == kVersion || index == kWorldSize;
-    const auto wanted = wants_integer ? JsonValue::Type::Integer : JsonValue::Type::String;
-    if (value.type != wanted) {
-      return fail(fmt::format("expected {} for '{}', got {}", type_name(wanted), key,
-                              type_name(value.type)),
-                  parser.value_column(), parser.value_length());
-    }
-    switch (index) {
-    case kFormat:
-      if (value.text != "zfetch-trace") {
-        return fail(fmt::format("unknown trace format '{}' (expected 'zfetch-trace')", value.text),
-                    parser.value_column(), parser.value_length());
-      }
-      break;
-    case kVersion:
-      if (value.integer != kTraceFormatVersion) {
-        fail(fmt::format("unsupported trace version {} (this build reads {})", value.integer,
-                         kTraceFormatVersion),
-             parser.value_column(), parser.value_length());
-        error->notes.push_back({{},
-                                fmt::format("write the trace again with this build, or read it "
-                                            "with the zfetch that wrote version {}",
-                                            value.integer),
-                                "",
-                                1,
-                                ""});
-        return false;
-      }
-      header.version = kTraceFormatVersion;
-      break;
-    case kScenario:
-      header.scenario = value.text;
-      break;
-    case kWorldSize:
-      if (value.integer < 1) {
-        return fail(
-            fmt::format("expected a positive integer for 'world_size', got {}", value.integer),
-            parser.value_column(), parser.value_length());
-      }
-      header.world_size = value.integer;
-      break;
-    case kDiscovery:
-      header.discovery = value.text;
-      break;
-    default:
-      break;
+    if (!store_header_field(index, value, parser)) {
+      return false;
     }
   }
   if ((seen & (1U << kFormat)) == 0) {
@@ -536,169 +286,212 @@ bool TraceReader::State::parse_header(char* first, char* last) {
   return true;
 }
 
+bool TraceReader::State::store_header_field(int index, const JsonValue& value,
+                                            const FlatJsonParser& parser) {
+  switch (index) {
+  case kFormat:
+    if (value.text != "zfetch-trace") {
+      return fail_at_value(
+          fmt::format("unknown trace format '{}' (expected 'zfetch-trace')", value.text), parser);
+    }
+    return true;
+  case kVersion:
+    if (value.integer != kTraceFormatVersion) {
+      fail_at_value(fmt::format("unsupported trace version {} (this build reads {})", value.integer,
+                                kTraceFormatVersion),
+                    parser);
+      error->notes.push_back({{},
+                              fmt::format("write the trace again with this build, or read it "
+                                          "with the zfetch that wrote version {}",
+                                          value.integer),
+                              "",
+                              1,
+                              ""});
+      return false;
+    }
+    header.version = kTraceFormatVersion;
+    return true;
+  case kScenario:
+    header.scenario = value.text;
+    return true;
+  case kWorldSize:
+    if (value.integer < 1) {
+      return fail_at_value(
+          fmt::format("expected a positive integer for 'world_size', got {}", value.integer),
+          parser);
+    }
+    header.world_size = value.integer;
+    return true;
+  default:  // kDiscovery
+    header.discovery = value.text;
+    return true;
+  }
+}
+
+namespace {
+
+constexpr uint32_t kStringKeys =
+    (1U << kPhase) | (1U << kKind) | (1U << kModule) | (1U << kParam) | (1U << kStatus);
+
+// The values each integer key accepts: int32 fields must fit; fields that are absent when
+// negative must not be written negative (the writer never does, and -1 would read back as
+// "absent"). Unused for the string keys.
+struct Range {
+  int64_t low = 0;
+  int64_t high = 0;
+};
+constexpr int64_t kInt32Min = std::numeric_limits<int32_t>::min();
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+constexpr Range kSigned32{kInt32Min, kInt32Max};
+constexpr Range kNatural32{0, kInt32Max};
+constexpr Range kNatural64{0, kInt64Max};
+constexpr std::array<Range, kKeyCount> kRanges = {
+    kNatural64,                   // seq
+    Range{kInt64Min, kInt64Max},  // t_ns
+    kNatural32,                   // rank
+    kSigned32,                    // engine
+    kSigned32,                    // step
+    kSigned32,                    // micro_step
+    Range{},                      // phase
+    Range{},                      // kind
+    kNatural32,                   // trace_step
+    kNatural64,                   // module_id
+    Range{},                      // module
+    kNatural64,                   // param_id
+    Range{},                      // param
+    Range{},                      // status
+    kNatural64,                   // numel
+    kNatural64,                   // bytes
+    kNatural64,                   // group
+};
+
+// The event of a line whose integer fields are `integers` (by key; -1 where absent) and
+// whose names and enums are already in `e`.
+void store_integers(const std::array<int64_t, kKeyCount>& integers, Event& e) {
+  e.seq = static_cast<uint64_t>(integers[kSeq]);
+  e.t_ns = integers[kTNs];
+  e.rank = static_cast<int32_t>(integers[kRank]);
+  e.engine = static_cast<int32_t>(integers[kEngine]);
+  e.step = static_cast<int32_t>(integers[kStep]);
+  e.micro_step = static_cast<int32_t>(integers[kMicroStep]);
+  e.trace_step = static_cast<int32_t>(integers[kTraceStep]);
+  e.module_id = integers[kModuleId];
+  e.param_id = integers[kParamId];
+  e.numel = integers[kNumel];
+  e.bytes = integers[kBytes];
+  e.group = integers[kGroup];
+}
+
+}  // namespace
+
 bool TraceReader::State::parse_event(char* first, char* last) {
   keep_line(first, last);
   if (first == last) {
     return fail("empty line (expected an event object)");
   }
   FlatJsonParser parser(first, last);
-  std::string_view key;
-  JsonValue value;
   uint32_t seen = 0;
   uint32_t seq_column = 0;
   uint32_t seq_length = 1;
+  std::array<int64_t, kKeyCount> integers{};
+  integers.fill(-1);
   Event e;
   while (true) {
-    const auto result = parser.next(key, value);
-    if (result == FlatJsonParser::Result::Error) {
-      return fail(parser.error(), parser.error_column());
-    }
-    if (result == FlatJsonParser::Result::End) {
+    int index = -1;
+    std::string_view key;
+    JsonValue value;
+    const Field field = next_field(parser, kKeyNames, kStringKeys, "", seen, index, key, value);
+    if (field == Field::End) {
       break;
     }
-    const int index = find_key(kKeyNames, key);
-    if (index < 0) {
-      return fail(unknown_name_message("key", key, kKeyNames, false), parser.key_column(),
-                  static_cast<uint32_t>(key.size() + 2));
-    }
-    const uint32_t bit = 1U << index;
-    if ((seen & bit) != 0) {
-      return fail(fmt::format("duplicate key '{}'", key), parser.key_column(),
-                  static_cast<uint32_t>(key.size() + 2));
-    }
-    seen |= bit;
-    const bool wants_string = index == kPhase || index == kKind || index == kModule ||
-                              index == kParam || index == kStatus;
-    const auto wanted = wants_string ? JsonValue::Type::String : JsonValue::Type::Integer;
-    if (value.type != wanted) {
-      return fail(fmt::format("expected {} for '{}', got {}", type_name(wanted), key,
-                              type_name(value.type)),
-                  parser.value_column(), parser.value_length());
-    }
-    // Range checks: int32 fields must fit; fields that are absent when negative must not be
-    // written negative (the writer never does, and -1 would read back as "absent").
-    const int64_t v = value.integer;
-    const auto check_range = [&](int64_t low, int64_t high) {
-      if (v < low || v > high) {
-        return fail(fmt::format("integer {} out of range for '{}'", v, key), parser.value_column(),
-                    parser.value_length());
-      }
-      return true;
-    };
-    constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
-    constexpr int64_t kInt32Min = std::numeric_limits<int32_t>::min();
-    constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
-    bool ok = true;
-    switch (index) {
-    case kSeq:
-      ok = check_range(0, kInt64Max);
-      seq_column = parser.value_column();
-      seq_length = parser.value_length();
-      e.seq = static_cast<uint64_t>(v);
-      break;
-    case kTNs:
-      e.t_ns = v;
-      break;
-    case kRank:
-      ok = check_range(0, kInt32Max);
-      e.rank = static_cast<int32_t>(v);
-      break;
-    case kEngine:
-      ok = check_range(kInt32Min, kInt32Max);
-      e.engine = static_cast<int32_t>(v);
-      break;
-    case kStep:
-      ok = check_range(kInt32Min, kInt32Max);
-      e.step = static_cast<int32_t>(v);
-      break;
-    case kMicroStep:
-      ok = check_range(kInt32Min, kInt32Max);
-      e.micro_step = static_cast<int32_t>(v);
-      break;
-    case kTraceStep:
-      ok = check_range(0, kInt32Max);
-      e.trace_step = static_cast<int32_t>(v);
-      break;
-    case kModuleId:
-      ok = check_range(0, kInt64Max);
-      e.module_id = v;
-      break;
-    case kParamId:
-      ok = check_range(0, kInt64Max);
-      e.param_id = v;
-      break;
-    case kNumel:
-      ok = check_range(0, kInt64Max);
-      e.numel = v;
-      break;
-    case kBytes:
-      ok = check_range(0, kInt64Max);
-      e.bytes = v;
-      break;
-    case kGroup:
-      ok = check_range(0, kInt64Max);
-      e.group = v;
-      break;
-    case kModule:
-      e.module = value.text;
-      break;
-    case kParam:
-      e.param = value.text;
-      break;
-    case kPhase:
-      if (auto phase = parse_phase(value.text)) {
-        e.phase = *phase;
-      } else {
-        return fail(unknown_name_message("phase", value.text, phase_names(), true),
-                    parser.value_column(), parser.value_length());
-      }
-      break;
-    case kKind:
-      if (auto kind = parse_event_kind(value.text)) {
-        e.kind = *kind;
-      } else {
-        return fail(unknown_name_message("kind", value.text, event_kind_names(), false),
-                    parser.value_column(), parser.value_length());
-      }
-      break;
-    case kStatus:
-      if (auto status = parse_status(value.text)) {
-        e.status = *status;
-      } else {
-        return fail(unknown_name_message("status", value.text, status_names(), true),
-                    parser.value_column(), parser.value_length());
-      }
-      break;
-    default:
-      break;
-    }
-    if (!ok) {
+    if (field == Field::Failed) {
       return false;
     }
-  }
-  for (size_t i = 0; i < kKeyCount; ++i) {
-    if ((kRequiredKeys & (1U << i)) != 0 && (seen & (1U << i)) == 0) {
-      return fail(fmt::format("missing key '{}'", kKeyNames[i]),
-                  static_cast<uint32_t>(last - first));
+    if (field == Field::Unknown) {
+      return fail_at_key(unknown_name_message("key", key, kKeyNames, false), parser, key);
+    }
+    if (((1U << index) & kStringKeys) != 0) {
+      if (!store_name(index, value.text, parser, e)) {
+        return false;
+      }
+      continue;
+    }
+    const Range range = kRanges[static_cast<size_t>(index)];
+    if (value.integer < range.low || value.integer > range.high) {
+      return fail_at_value(fmt::format("integer {} out of range for '{}'", value.integer, key),
+                           parser);
+    }
+    integers[static_cast<size_t>(index)] = value.integer;
+    if (index == kSeq) {
+      seq_column = parser.value_column();
+      seq_length = parser.value_length();
     }
   }
-  // module_id and module (and param_id and param) come in pairs.
-  const auto check_pair = [&](Key id, Key name) {
+  if (!check_keys(seen, static_cast<uint32_t>(last - first))) {
+    return false;
+  }
+  store_integers(integers, e);
+  if (!check_seq(e.seq, seq_column, seq_length)) {
+    return false;
+  }
+  event = e;
+  return true;
+}
+
+// phase, kind and status must be names of their tables; module and param are any string.
+bool TraceReader::State::store_name(int index, std::string_view name, const FlatJsonParser& parser,
+                                    Event& e) {
+  // The enum of `name`, or an error naming the valid values.
+  const auto store_enum = [&](auto parsed, auto& out, std::string_view what,
+                              std::span<const std::string_view> valid, bool list_valid) {
+    if (!parsed) {
+      return fail_at_value(unknown_name_message(what, name, valid, list_valid), parser);
+    }
+    out = *parsed;
+    return true;
+  };
+  switch (index) {
+  case kPhase:
+    return store_enum(parse_phase(name), e.phase, "phase", phase_names(), true);
+  case kKind:
+    return store_enum(parse_event_kind(name), e.kind, "kind", event_kind_names(), false);
+  case kStatus:
+    return store_enum(parse_status(name), e.status, "status", status_names(), true);
+  case kModule:
+    e.module = name;
+    return true;
+  default:  // kParam
+    e.param = name;
+    return true;
+  }
+}
+
+// Every required key is there, and module_id and module (and param_id and param) come in pairs.
+bool TraceReader::State::check_keys(uint32_t seen, uint32_t line_length) {
+  for (size_t i = 0; i < kKeyCount; ++i) {
+    if ((kRequiredKeys & (1U << i)) != 0 && (seen & (1U << i)) == 0) {
+      return fail(fmt::format("missing key '{}'", kKeyNames[i]), line_length);
+    }
+  }
+  for (const auto& [id, name] : {std::pair{kModuleId, kModule}, std::pair{kParamId, kParam}}) {
     const bool has_id = (seen & (1U << id)) != 0;
     const bool has_name = (seen & (1U << name)) != 0;
     if (has_id != has_name) {
       return fail(fmt::format("missing key '{}' (it goes with '{}')", kKeyNames[has_id ? name : id],
                               kKeyNames[has_id ? id : name]),
-                  static_cast<uint32_t>(last - first));
+                  line_length);
     }
-    return true;
-  };
-  if (!check_pair(kModuleId, kModule) || !check_pair(kParamId, kParam)) {
-    return false;
   }
-  if (have_seq && e.seq <= last_seq) {
-    fail(fmt::format("seq {} is not greater than the previous seq {}", e.seq, last_seq), seq_column,
-         seq_length);
+  return true;
+}
+
+// seq increases strictly from line to line.
+bool TraceReader::State::check_seq(uint64_t seq, uint32_t column, uint32_t length) {
+  if (have_seq && seq <= last_seq) {
+    fail(fmt::format("seq {} is not greater than the previous seq {}", seq, last_seq), column,
+         length);
     error->notes.push_back(
         {{static_cast<uint32_t>(std::min<uint64_t>(last_seq_line, UINT32_MAX)), 0},
          fmt::format("the previous event, seq {}", last_seq),
@@ -707,10 +500,7 @@ bool TraceReader::State::parse_event(char* first, char* last) {
          ""});
     return false;
   }
-  have_seq = true;
-  last_seq = e.seq;
-  last_seq_line = line;
-  event = e;
+  accept_seq(seq);
   return true;
 }
 

@@ -1,0 +1,122 @@
+// Tests of parse_writer_form, the reader's fast path: it accepts the writer's own lines, and any
+// line it accepts is exactly the line the writer would write for the event it read (so the fast
+// path can never read a line differently from the general parser, which accepts a superset).
+#include "trace/writer_form.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/trace/trace_test_util.h"
+
+namespace zfetch::trace {
+namespace {
+
+// The event lines of a written trace (the header dropped), each without its newline.
+std::vector<std::string> event_lines(const std::vector<Event>& events) {
+  const std::string text = testing::write_trace(testing::sample_header(), events);
+  std::vector<std::string> lines;
+  size_t start = text.find('\n') + 1;
+  while (start < text.size()) {
+    const size_t newline = text.find('\n', start);
+    lines.push_back(text.substr(start, newline - start));
+    start = newline + 1;
+  }
+  return lines;
+}
+
+// Runs the fast path on `line` as the reader's buffer holds it: newline, then padding.
+bool parse(const std::string& line, Event& e) {
+  std::string buffer = line + '\n' + std::string(kWriterFormPadding, 'x');
+  return parse_writer_form(buffer.data(), buffer.data() + line.size(), e);
+}
+
+// Whether a written line is in the part of the writer's form the fast path takes: no escape, no
+// negative number, no number of more than 18 digits (those are the general parser's).
+bool in_fast_form(const std::string& line) {
+  size_t digits = 0;
+  for (char c : line) {
+    if (c == '\\' || c == '-') {
+      return false;
+    }
+    digits = c >= '0' && c <= '9' ? digits + 1 : 0;
+    if (digits > 18) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The writer's line for `e`, without its newline.
+std::string written(const Event& e) {
+  return event_lines({e}).front();
+}
+
+TEST_CASE("writer form: the writer's lines take the fast path unless escaped or extreme") {
+  size_t fast = 0;
+  const std::vector<Event> events = testing::sample_events();
+  const std::vector<std::string> lines = event_lines(events);
+  REQUIRE(lines.size() == events.size());
+  for (size_t i = 0; i < lines.size(); ++i) {
+    Event e;
+    const bool fast_form = in_fast_form(lines[i]);
+    CHECK_MESSAGE(parse(lines[i], e) == fast_form, lines[i]);
+    if (fast_form) {
+      ++fast;
+      CHECK(testing::OwnedEvent(e) == testing::OwnedEvent(events[i]));
+    }
+  }
+  CHECK(fast > events.size() / 2);
+}
+
+TEST_CASE("writer form: a line it accepts is the writer's line for what it read") {
+  // Every single-byte change of every sample line: replaced by one of a few telling bytes,
+  // or deleted. Most are refused; those accepted must round-trip byte for byte.
+  const std::string replacements = std::string("0 9-\"\\,:{}a\t") + '\0';
+  size_t accepted = 0;
+  size_t refused = 0;
+  for (const std::string& line : event_lines(testing::sample_events())) {
+    for (size_t at = 0; at < line.size(); ++at) {
+      std::vector<std::string> variants;
+      variants.push_back(line.substr(0, at) + line.substr(at + 1));
+      for (char c : replacements) {
+        std::string changed = line;
+        changed[at] = c;
+        variants.push_back(changed);
+      }
+      for (const std::string& variant : variants) {
+        Event e;
+        if (parse(variant, e)) {
+          ++accepted;
+          CHECK_MESSAGE(written(e) == variant, variant);
+        } else {
+          ++refused;
+        }
+      }
+    }
+  }
+  CHECK(accepted > 0);
+  CHECK(refused > accepted);
+}
+
+TEST_CASE("writer form: forms the writer never writes go to the general parser") {
+  Event e;
+  const std::string base =
+      R"({"seq":1,"t_ns":2,"rank":0,"engine":0,"step":0,"micro_step":0,"phase":"fwd","kind":"fetch"})";
+  REQUIRE(parse(base, e));
+  CHECK(e.kind == EventKind::Fetch);
+  CHECK(e.trace_step == -1);
+  CHECK(e.module_id == -1);
+  CHECK_FALSE(parse(R"({"seq":01,)" + base.substr(9), e));                   // leading zero
+  CHECK_FALSE(parse(R"({"seq":1234567890123456789,)" + base.substr(9), e));  // 19 digits
+  CHECK_FALSE(parse(R"({ "seq":1,)" + base.substr(9), e));                   // whitespace
+  CHECK_FALSE(parse(base.substr(0, base.size() - 1) + R"(,"rank":1})", e));  // duplicate
+  CHECK_FALSE(parse(base + " ", e));
+  std::string unknown_kind = base;
+  unknown_kind.replace(unknown_kind.find("fetch"), 5, "fetcx");
+  CHECK_FALSE(parse(unknown_kind, e));
+}
+
+}  // namespace
+}  // namespace zfetch::trace

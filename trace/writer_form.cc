@@ -1,0 +1,289 @@
+// parse_writer_form: one pass over the line with no allocation and no copy.
+//
+// Why it is written the way it is (tools/bench trace_reader): parsing a line is one chain of
+// dependent steps, each field starting where the previous one ended. Finding a number's end by
+// word tricks (SWAR) puts a load and a dozen arithmetic steps on that chain per field; a plain
+// loop over the digits lets the branch predictor guess the length (the lengths of a field
+// change rarely from line to line), so the next field's position is known before its digits
+// are even loaded. Keys are compared 8 bytes at a time against constants folded in at compile
+// time, and the kind, phase and status names are looked up by length and whole words.
+#include "trace/writer_form.h"
+
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <string_view>
+
+#include "trace/json_escape.h"
+#include "trace/names.h"
+
+namespace zfetch::trace {
+namespace {
+
+static_assert(std::endian::native == std::endian::little, "the key words assume little-endian");
+
+[[gnu::always_inline]] inline uint64_t load8(const char* at) {
+  uint64_t word = 0;
+  std::memcpy(&word, at, 8);
+  return word;
+}
+
+constexpr uint64_t low_bytes(size_t n) {
+  return n >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * n)) - 1;
+}
+
+// A string literal as a template argument, so that its 8-byte words are compile-time constants.
+template <size_t N>
+struct Literal {
+  char text[N] = {};
+  constexpr Literal(const char (&from)[N]) {  // NOLINT(google-explicit-constructor): by design
+    for (size_t i = 0; i < N; ++i) {
+      text[i] = from[i];
+    }
+  }
+  static constexpr size_t kSize = N - 1;
+  // The bytes [at, at + 8) of the text, little-endian, zero past its end.
+  [[nodiscard]] constexpr uint64_t word(size_t at) const {
+    uint64_t w = 0;
+    for (size_t i = 0; i < 8 && at + i < kSize; ++i) {
+      w |= uint64_t{static_cast<unsigned char>(text[at + i])} << (8 * i);
+    }
+    return w;
+  }
+};
+
+// The kind, phase or status names packed into words, grouped by length: a lookup compares the
+// one to six names of the right length as whole words.
+class PackedNames {
+ public:
+  explicit PackedNames(std::span<const std::string_view> names) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      const std::string_view name = names[i];
+      if (name.size() >= kMaxSize || count_[name.size()] == kMaxPerSize) {
+        continue;  // never found: the general parser handles it
+      }
+      Entry& entry = by_size_[name.size()][count_[name.size()]++];
+      entry.index = static_cast<uint8_t>(i);
+      std::memcpy(entry.words.data(), name.data(), name.size());
+    }
+  }
+
+  // The index of the name [at, at + size), or -1; reads up to 24 bytes from `at`.
+  [[gnu::always_inline]] [[nodiscard]] int find(const char* at, size_t size) const {
+    if (size >= kMaxSize) {
+      return -1;
+    }
+    std::array<uint64_t, kWords> words{};
+    for (size_t w = 0; w < kWords; ++w) {
+      words[w] = size > w * 8 ? load8(at + w * 8) & low_bytes(size - w * 8) : 0;
+    }
+    for (size_t k = 0; k < count_[size]; ++k) {
+      const Entry& entry = by_size_[size][k];
+      // Word by word: std::array's == is a call to memcmp.
+      if (((entry.words[0] ^ words[0]) | (entry.words[1] ^ words[1]) |
+           (entry.words[2] ^ words[2])) == 0) {
+        return entry.index;
+      }
+    }
+    return -1;
+  }
+
+ private:
+  static constexpr size_t kMaxSize = 24;
+  static constexpr size_t kWords = kMaxSize / 8;
+  static_assert(kWords == 3, "find compares three words");
+  static constexpr size_t kMaxPerSize = 6;
+  struct Entry {
+    std::array<uint64_t, kWords> words{};
+    uint8_t index = 0;
+  };
+  std::array<std::array<Entry, kMaxPerSize>, kMaxSize> by_size_{};
+  std::array<uint8_t, kMaxSize> count_{};
+};
+
+const PackedNames kKinds(event_kind_names());
+const PackedNames kPhases(phase_names());
+const PackedNames kStatuses(status_names());
+
+class WriterFormParser {
+ public:
+  explicit WriterFormParser(const char* first) : p_(first) {}
+
+  bool parse(const char* last, Event& e) {
+    uint64_t u = 0;
+    if (!literal<R"({"seq":)">() || !digits(u)) {
+      return false;
+    }
+    e.seq = u;
+    if (!literal<R"(,"t_ns":)">() || !signed_digits(e.t_ns)) {
+      return false;
+    }
+    if (!literal<R"(,"rank":)">() || !int32(e.rank) || !literal<R"(,"engine":)">() ||
+        !int32(e.engine) || !literal<R"(,"step":)">() || !int32(e.step) ||
+        !literal<R"(,"micro_step":)">() || !int32(e.micro_step)) {
+      return false;
+    }
+    if (!literal<R"(,"phase":")">() || !enum_name(kPhases, e.phase) || !literal<R"(,"kind":")">() ||
+        !enum_name(kKinds, e.kind)) {
+      return false;
+    }
+    return optional_fields(e) && p_ + 1 == last && *p_ == '}';
+  }
+
+ private:
+  // The fields after `kind`, each absent when the writer left it out.
+  bool optional_fields(Event& e) {
+    e.trace_step = -1;
+    if (starts<R"(,"trace_step":)">() &&
+        (!literal<R"(,"trace_step":)">() || !int32(e.trace_step))) {
+      return false;
+    }
+    if (!id_and_name<R"(,"module_id":)", R"(,"module":")">(e.module_id, e.module) ||
+        !id_and_name<R"(,"param_id":)", R"(,"param":")">(e.param_id, e.param)) {
+      return false;
+    }
+    e.status = Status::None;
+    if (starts<R"(,"status":")">()) {
+      if (!literal<R"(,"status":")">() || !enum_name<Status, 1>(kStatuses, e.status)) {
+        return false;
+      }
+    }
+    return optional_integer<R"(,"numel":)">(e.numel) && optional_integer<R"(,"bytes":)">(e.bytes) &&
+           optional_integer<R"(,"group":)">(e.group);
+  }
+
+  // Consumes `key` if the line has it here; the bytes compared never include the line's
+  // newline unless they differ, so a match never runs past the line.
+  template <Literal key>
+  [[gnu::always_inline]] bool literal() {
+    constexpr size_t n = key.kSize;
+    static_assert(n >= 1 && n <= 16, "keys are compared as one or two words");
+    bool same = false;
+    if constexpr (n <= 8) {
+      same = ((load8(p_) ^ key.word(0)) & low_bytes(n)) == 0;
+    } else {
+      same = ((load8(p_) ^ key.word(0)) | (load8(p_ + n - 8) ^ key.word(n - 8))) == 0;
+    }
+    p_ += n;
+    return same;
+  }
+
+  // Whether an optional key is here: its first three bytes (`,"` and its first letter) are
+  // distinct among the keys that can follow.
+  template <Literal key>
+  [[gnu::always_inline]] [[nodiscard]] bool starts() const {
+    return ((load8(p_) ^ key.word(0)) & low_bytes(3)) == 0;
+  }
+
+  // 1 to 18 digits, no leading zero (larger values and signs go to the general parser).
+  [[gnu::always_inline]] bool digits(uint64_t& out) {
+    uint64_t value = 0;
+    size_t n = 0;
+    while (static_cast<unsigned char>(p_[n] - '0') < 10) {
+      value = value * 10 + static_cast<uint64_t>(p_[n] - '0');
+      ++n;
+    }
+    if (n == 0 || n > kMaxDigits || (n > 1 && *p_ == '0')) {
+      return false;
+    }
+    p_ += n;
+    out = value;
+    return true;
+  }
+
+  [[gnu::always_inline]] bool signed_digits(int64_t& out) {
+    const bool negative = *p_ == '-';
+    p_ += negative ? 1 : 0;
+    uint64_t magnitude = 0;
+    if (!digits(magnitude)) {
+      return false;
+    }
+    out = negative ? -static_cast<int64_t>(magnitude) : static_cast<int64_t>(magnitude);
+    return true;
+  }
+
+  // rank, engine, step, micro_step, trace_step: never negative in the writer's form.
+  [[gnu::always_inline]] bool int32(int32_t& out) {
+    uint64_t value = 0;
+    if (!digits(value) || value > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
+      return false;
+    }
+    out = static_cast<int32_t>(value);
+    return true;
+  }
+
+  template <Literal key>
+  [[gnu::always_inline]] bool optional_integer(int64_t& out) {
+    out = -1;
+    if (!starts<key>()) {
+      return true;
+    }
+    uint64_t value = 0;
+    if (!literal<key>() || !digits(value)) {
+      return false;
+    }
+    out = static_cast<int64_t>(value);
+    return true;
+  }
+
+  template <Literal id_key, Literal name_key>
+  [[gnu::always_inline]] bool id_and_name(int64_t& id, std::string_view& name) {
+    id = -1;
+    name = {};
+    if (!starts<id_key>()) {
+      return true;
+    }
+    uint64_t value = 0;
+    if (!literal<id_key>() || !digits(value) || !literal<name_key>() || !quoted_rest(name)) {
+      return false;
+    }
+    id = static_cast<int64_t>(value);
+    return true;
+  }
+
+  // The rest of a string whose opening quote the key consumed, up to its closing quote; an
+  // escape or a control byte (the newline included) is not the writer's form.
+  [[gnu::always_inline]] bool quoted_rest(std::string_view& out) {
+    const char* q = p_;
+    uint64_t mask = 0;
+    while ((mask = json_special_mask(load8(q))) == 0) {
+      q += 8;
+    }
+    q += std::countr_zero(mask) / 8;  // the lowest flagged byte is exact
+    if (*q != '"') {
+      return false;
+    }
+    out = std::string_view(p_, static_cast<size_t>(q - p_));
+    p_ = q + 1;
+    return true;
+  }
+
+  // `Offset`: status_names() leaves out Status::None.
+  template <typename Enum, int Offset = 0>
+  [[gnu::always_inline]] bool enum_name(const PackedNames& names, Enum& out) {
+    std::string_view name;
+    if (!quoted_rest(name)) {
+      return false;
+    }
+    const int index = names.find(name.data(), name.size());
+    if (index < 0) {
+      return false;
+    }
+    out = static_cast<Enum>(index + Offset);
+    return true;
+  }
+
+  static constexpr size_t kMaxDigits = 18;
+  const char* p_;
+};
+
+}  // namespace
+
+bool parse_writer_form(const char* first, const char* last, Event& e) {
+  return WriterFormParser(first).parse(last, e);
+}
+
+}  // namespace zfetch::trace
