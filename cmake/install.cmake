@@ -20,5 +20,8 @@ set(CPACK_PACKAGE_CONTACT "zfetch maintainers")
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 # The runtime libraries zfetch links dynamically (Boost, CLI11 and nlohmann-json are header-only).
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "libyaml-cpp0.7, libfmt9")
+if(Protobuf_FOUND)
+  string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libprotobuf32")  # --chakra
+endif()
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS OFF)
 include(CPack)

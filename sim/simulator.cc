@@ -24,11 +24,16 @@ void collect_ranks(const std::vector<model::Op>& ops, std::set<int64_t>& ranks) 
 // The ranks whose programs can differ: every rank a `when: {rank: ...}` names, plus one rank
 // that none names (all such ranks behave alike). Rank 0 is always simulated: it is the
 // reference of DeepSpeed's agreement checks.
-std::vector<int32_t> distinct_ranks(const model::Scenario& scenario) {
+std::set<int64_t> named_ranks(const model::Scenario& scenario) {
   std::set<int64_t> named;
   for (const model::ModuleSpec& m : scenario.modules) {
     collect_ranks(m.forward, named);
   }
+  return named;
+}
+
+std::vector<int32_t> distinct_ranks(const model::Scenario& scenario) {
+  const std::set<int64_t> named = named_ranks(scenario);
   std::vector<int32_t> ranks = {0};
   for (int64_t r : named) {
     if (r > 0 && r < scenario.world_size) {
@@ -167,6 +172,25 @@ Outcome compare_ranks(std::vector<RankRun>& runs) {
 }
 
 }  // namespace
+
+std::vector<int32_t> simulated_rank_of_each_rank(const model::Scenario& scenario) {
+  const std::set<int64_t> named = named_ranks(scenario);
+  const std::vector<int32_t> simulated = distinct_ranks(scenario);
+  // The simulated rank that stands for every rank no `when` names (rank 0 unless it is named).
+  int32_t unnamed = 0;
+  for (int32_t r : simulated) {
+    if (!named.count(r)) {
+      unnamed = r;
+      break;
+    }
+  }
+  std::vector<int32_t> of(static_cast<size_t>(std::max<int64_t>(1, scenario.world_size)));
+  for (size_t r = 0; r < of.size(); ++r) {
+    const auto rank = static_cast<int32_t>(r);
+    of[r] = std::binary_search(simulated.begin(), simulated.end(), rank) ? rank : unnamed;
+  }
+  return of;
+}
 
 Outcome simulate(const model::Scenario& scenario, const Options& options, trace::EventSink& sink) {
   const std::vector<int32_t> ranks = distinct_ranks(scenario);

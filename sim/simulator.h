@@ -81,4 +81,9 @@ struct Options {
 /// simulation order. Deterministic: the same inputs give the same events and outcome.
 Outcome simulate(const model::Scenario& scenario, const Options& options, trace::EventSink& sink);
 
+/// For each world rank, the simulated rank whose schedule it runs: itself when simulate() runs
+/// it, else the simulated rank that no `when: {rank: ...}` names (such ranks behave alike).
+/// Sized world_size; for exporters that write one file per rank.
+std::vector<int32_t> simulated_rank_of_each_rank(const model::Scenario& scenario);
+
 }  // namespace zfetch::sim

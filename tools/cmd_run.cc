@@ -4,10 +4,14 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "diag/render.h"
+#ifdef ZFETCH_HAVE_CHAKRA
+#  include "sim/export/chakra.h"
+#endif
 #include "sim/export/chrome_trace.h"
 #include "sim/export/replay_schedule.h"
 #include "sim/simulator.h"
@@ -35,6 +39,7 @@ struct RunOptions {
   std::string trace_path;
   std::string timeline_path;
   std::string report_path;
+  std::string chakra_dir;
   std::string replay_schedule_path;
   std::string calibration_path;  // instead of the scenario's timing.calibration
   std::string expect_order_path;
@@ -62,6 +67,30 @@ class OrderCheckingSink final : public trace::EventSink {
   trace::OrderChecker checker_;
   trace::EventSink& next_;
 };
+
+// `zfetch run --chakra DIR` writes one file per rank; more would be a runaway of files.
+constexpr int64_t kMaxChakraRanks = 65536;
+
+// The file of one rank in --chakra's directory: DIR/zfetch.RANK.et, the names ASTRA-sim reads
+// for the workload prefix DIR/zfetch.
+std::string chakra_file_name(int64_t rank) {
+  return "zfetch." + std::to_string(rank) + ".et";
+}
+
+// Why --chakra cannot be written for this scenario; empty when it can.
+std::string chakra_unavailable(const model::Scenario& scenario) {
+#ifndef ZFETCH_HAVE_CHAKRA
+  (void)scenario;
+  return "--chakra needs a zfetch built with protobuf (Debian: libprotobuf-dev and "
+         "protobuf-compiler; tools/deps installs them)";
+#else
+  if (scenario.world_size > kMaxChakraRanks) {
+    return "--chakra writes one file per rank; world_size " + std::to_string(scenario.world_size) +
+           " is above the " + std::to_string(kMaxChakraRanks) + " it writes";
+  }
+  return "";
+#endif
+}
 
 // Writes `text` into an opened output; a failed write shows in OutputFile::close().
 void write_text(const OutputFile& out, const std::string& text) {
@@ -93,11 +122,30 @@ int run(const RunOptions& options) {
     return kExitBadInput;
   }
 
+  std::optional<OutputDirectory> chakra_dir;
+  std::vector<std::string> chakra_paths;
+  if (!options.chakra_dir.empty()) {
+    if (const std::string why = chakra_unavailable(*scenario); !why.empty()) {
+      std::fprintf(stderr, "command line: error: %s\n", why.c_str());
+      return kExitBadInput;
+    }
+    chakra_dir.emplace(options.chakra_dir);
+    if (!chakra_dir->error().empty()) {
+      std::fprintf(stderr, "%s: error: cannot write: %s\n", options.chakra_dir.c_str(),
+                   chakra_dir->error().c_str());
+      return kExitBadInput;
+    }
+    for (int64_t r = 0; r < scenario->world_size; ++r) {
+      chakra_paths.push_back(chakra_dir->file(chakra_file_name(r)));
+    }
+  }
+
   // Outputs never replace an input or each other, and each is written whole or not at all.
+  std::vector<std::string> output_paths = {options.trace_path, options.timeline_path,
+                                           options.replay_schedule_path, options.report_path};
+  output_paths.insert(output_paths.end(), chakra_paths.begin(), chakra_paths.end());
   const std::string clash =
-      check_outputs_distinct({options.scenario, options.calibration_path},
-                             {options.trace_path, options.timeline_path,
-                              options.replay_schedule_path, options.report_path});
+      check_outputs_distinct({options.scenario, options.calibration_path}, output_paths);
   if (!clash.empty()) {
     std::fprintf(stderr, "%s\n", clash.c_str());
     return kExitBadInput;
@@ -114,6 +162,10 @@ int run(const RunOptions& options) {
   OutputFile* timeline_out = open_output(options.timeline_path);
   OutputFile* schedule_out = open_output(options.replay_schedule_path);
   OutputFile* report_out = open_output(options.report_path);
+  std::vector<OutputFile*> chakra_outs;
+  for (const std::string& path : chakra_paths) {
+    chakra_outs.push_back(open_output(path));
+  }
   for (const auto& out : outputs) {
     if (!out->error().empty()) {
       std::fprintf(stderr, "%s: error: cannot write: %s\n", out->path().c_str(),
@@ -155,9 +207,10 @@ int run(const RunOptions& options) {
   const sim::AnalyticalCostModel cost(*scenario, *calibration.calibration);
   sim::TimelineOptions timeline_options;
   timeline_options.per_module = options.per_module || !options.report_path.empty();
-  // The report and the replay schedule need the whole recording in memory; the Chrome trace
-  // is written as it is produced, through temporary files beside it.
-  timeline_options.record = !options.replay_schedule_path.empty() || !options.report_path.empty();
+  // The report, the replay schedule and the Chakra traces need the whole recording in memory;
+  // the Chrome trace is written as it is produced, through temporary files beside it.
+  timeline_options.record = !options.replay_schedule_path.empty() || !options.report_path.empty() ||
+                            !options.chakra_dir.empty();
   // The text table streams its steps from a temporary file; --json, the report and the replay
   // schedule keep them in memory (the JSON document holds them all anyway).
   std::optional<sim::StepLog> step_log;
@@ -212,6 +265,15 @@ int run(const RunOptions& options) {
     report.calibration = calibration.calibration->machine;
     write_text(*report_out, run_report_html(report));
   }
+#ifdef ZFETCH_HAVE_CHAKRA
+  if (!chakra_outs.empty()) {
+    const std::vector<int32_t> schedule_of = sim::simulated_rank_of_each_rank(*scenario);
+    for (size_t r = 0; r < chakra_outs.size(); ++r) {
+      write_text(*chakra_outs[r], sim::chakra_trace(timeline.recording(), *scenario, schedule_of[r],
+                                                    static_cast<int32_t>(r)));
+    }
+  }
+#endif
   if (writer) {
     writer->flush();  // a failure is seen by finish_outputs, with the other outputs
   }
@@ -221,6 +283,9 @@ int run(const RunOptions& options) {
   }
   if (!finish_outputs(files)) {
     return kExitBadInput;
+  }
+  if (chakra_dir) {
+    chakra_dir->keep();
   }
   // Hazards matter only when the run passed; the re-simulation runs only when there are some.
   const bool hazardous = !outcome.failure && !outcome.hazards.empty();
@@ -293,6 +358,9 @@ void setup_run(CLI::App& sub, std::function<int()>& action) {
   sub.add_option("--report", options->report_path,
                  "write a self-contained HTML report (timeline, memory, exposed communication "
                  "per module and layer, what to tune; opens offline in any browser)");
+  sub.add_option("--chakra", options->chakra_dir,
+                 "write the simulated schedule as Chakra execution traces, DIR/zfetch.RANK.et per "
+                 "rank (ASTRA-sim's workload DIR/zfetch; docs/chakra.md)");
   sub.add_option("--timeline", options->timeline_path,
                  "write the simulated timeline as Chrome trace JSON (Perfetto, chrome://tracing)");
   sub.add_option("--replay-schedule", options->replay_schedule_path,

@@ -141,6 +141,32 @@ void OutputFile::abandon() {
   }
 }
 
+OutputDirectory::OutputDirectory(std::string path) : path_(std::move(path)) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path_, error)) {
+    return;
+  }
+  if (std::filesystem::exists(path_, error)) {
+    error_ = "exists and is not a directory";
+    return;
+  }
+  created_ = std::filesystem::create_directory(path_, error);
+  if (!created_) {
+    error_ = error ? error.message() : "cannot be created";
+  }
+}
+
+OutputDirectory::~OutputDirectory() {
+  if (created_) {
+    std::error_code ignored;
+    std::filesystem::remove(path_, ignored);  // removes only an empty directory
+  }
+}
+
+std::string OutputDirectory::file(const std::string& name) const {
+  return (std::filesystem::path(path_) / name).string();
+}
+
 std::string check_outputs_distinct(const std::vector<std::string>& inputs,
                                    const std::vector<std::string>& outputs) {
   for (size_t i = 0; i < outputs.size(); ++i) {

@@ -46,6 +46,30 @@ class OutputFile {
   bool done_ = false;    ///< committed or abandoned
 };
 
+/// A directory that a command writes files into (`zfetch run --chakra DIR`): created when
+/// missing; one the command created is removed again on destruction unless kept (empty, since
+/// its OutputFiles leave nothing behind when they fail).
+class OutputDirectory {
+ public:
+  explicit OutputDirectory(std::string path);
+  ~OutputDirectory();
+  OutputDirectory(const OutputDirectory&) = delete;
+  OutputDirectory& operator=(const OutputDirectory&) = delete;
+
+  [[nodiscard]] const std::string& path() const { return path_; }
+  /// Empty when the directory exists now; otherwise why not, phrased to follow the path.
+  [[nodiscard]] const std::string& error() const { return error_; }
+  /// `name` inside the directory.
+  [[nodiscard]] std::string file(const std::string& name) const;
+  /// The command's outputs were committed: leave the directory in place.
+  void keep() { created_ = false; }
+
+ private:
+  std::string path_;
+  std::string error_;
+  bool created_ = false;
+};
+
 /// The error for the first output path that names one of `inputs` or another output (as the
 /// same file: symlinks and hard links included); empty when there is none. "-" is exempt.
 std::string check_outputs_distinct(const std::vector<std::string>& inputs,
