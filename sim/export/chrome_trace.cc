@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/export/slice_names.h"
 #include "sim/timeline/timeline_json.h"
 #include "trace/names.h"
 
@@ -21,39 +22,6 @@ namespace {
 
 using detail::append_json_string;
 using detail::append_us;
-
-std::string_view category(Slice::Kind kind) {
-  switch (kind) {
-  case Slice::Kind::Compute:
-    return "compute";
-  case Slice::Kind::Gather:
-    return "gather";
-  case Slice::Kind::Prefetch:
-    return "prefetch";
-  case Slice::Kind::GetterGather:
-    return "getter_gather";
-  case Slice::Kind::PersistentGather:
-    return "persistent_gather";
-  case Slice::Kind::H2d:
-    return "h2d";
-  case Slice::Kind::ReduceScatter:
-    return "reduce_scatter";
-  }
-  return "?";
-}
-
-std::string_view module_name(const model::Scenario& scenario, model::ModuleIndex m) {
-  if (m >= scenario.modules.size()) {
-    return "?";
-  }
-  // The root's qualified name is ""; show the model's name instead.
-  return m == 0 ? std::string_view(scenario.modules[0].name)
-                : std::string_view(scenario.modules[m].qualified_name);
-}
-
-std::string_view param_name(const model::Scenario& scenario, model::ParamIndex p) {
-  return p < scenario.params.size() ? std::string_view(scenario.params[p].qualified_name) : "?";
-}
 
 // Appends the document's text to `out`; with a `file`, writes it out a block at a time, so the
 // text is never held whole.
@@ -183,7 +151,7 @@ std::string landmark_name(const Landmark& l, const model::Scenario& scenario,
   case Landmark::Kind::OptimizerStep:
     return fmt::format("optimizer step {}", l.step);
   case Landmark::Kind::TraceInvalidation:
-    return fmt::format("trace invalidated at '{}'", module_name(scenario, l.module));
+    return fmt::format("trace invalidated at '{}'", module_display_name(scenario, l.module));
   case Landmark::Kind::Failure:
     return notes.failure_title.empty() ? std::string("failure")
                                        : fmt::format("failure: {}", notes.failure_title);
@@ -205,7 +173,8 @@ bool named_by_module(const Slice& s) {
 // A slice's label before the shared prefix is stripped: its module, or its first param.
 std::string_view slice_label(const Slice& s, const model::Scenario& scenario,
                              model::ParamIndex first) {
-  return named_by_module(s) ? module_name(scenario, s.module) : param_name(scenario, first);
+  return named_by_module(s) ? module_display_name(scenario, s.module)
+                            : param_display_name(scenario, first);
 }
 
 FlowEnds flow_ends(const Slice& from, const Slice& to) {
@@ -248,11 +217,11 @@ void write_slice(Writer& w, const Slice& s, std::span<const model::ParamIndex> p
   w.string("name", named_by_module(s) || s.params_count == 1
                        ? std::string(label)
                        : fmt::format("{} +{} more", label, s.params_count - 1));
-  w.string("cat", category(s.kind));
+  w.string("cat", slice_kind_name(s.kind));
   w.raw(",\"args\":{");
   w.raw(fmt::format("\"step\":{}", s.step));
   w.string("phase", trace::format_as(s.phase));
-  w.string("module", module_name(scenario, s.module));
+  w.string("module", module_display_name(scenario, s.module));
   if (s.kind != Slice::Kind::Compute) {
     w.number("bytes", s.bytes);
   }
@@ -263,7 +232,7 @@ void write_slice(Writer& w, const Slice& s, std::span<const model::ParamIndex> p
       if (i > 0) {
         w.raw(",");
       }
-      append_json_string(w.buffer(), param_name(scenario, params[i]));
+      append_json_string(w.buffer(), param_display_name(scenario, params[i]));
     }
     w.raw("]");
   }
@@ -310,7 +279,7 @@ void write_landmark(Writer& w, const Landmark& l, const model::Scenario& scenari
                     l.engine, l.pass));
   w.string("phase", trace::format_as(l.phase));
   if (l.module != model::kNone) {
-    w.string("module", module_name(scenario, l.module));
+    w.string("module", module_display_name(scenario, l.module));
   }
   if (l.trace_step >= 0) {
     w.number("trace_step", l.trace_step);
