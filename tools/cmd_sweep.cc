@@ -11,8 +11,10 @@
 #include "model/config_override.h"
 #include "sim/explore/sweep.h"
 #include "tools/commands.h"
+#include "tools/output_file.h"
 #include "tools/scenario_input.h"
 #include "tools/sweep_output.h"
+#include "tools/sweep_report_html.h"
 #include "tools/terminal_colour.h"
 
 namespace zfetch::tools {
@@ -24,6 +26,7 @@ struct SweepCliOptions {
   std::string bisect;
   std::string discovery = "resident-skip";
   std::string sort;
+  std::string report_path;
   unsigned jobs = 0;
   bool json = false;
   bool csv = false;
@@ -55,6 +58,23 @@ std::string outcome_words(const sim::SweepPoint& p) {
 bool write_stdout(const std::string& text) {
   return std::fwrite(text.data(), 1, text.size(), stdout) == text.size() &&
          std::fflush(stdout) == 0;
+}
+
+// Writes the grid's HTML page to `path` (whole or not at all); false after the error is printed.
+bool write_report(const std::string& path, const std::string& scenario_path,
+                  const std::string& page) {
+  const std::string clash = check_outputs_distinct({scenario_path}, {path});
+  if (!clash.empty()) {
+    std::fprintf(stderr, "%s\n", clash.c_str());
+    return false;
+  }
+  OutputFile out(path);
+  if (!out.error().empty()) {
+    std::fprintf(stderr, "%s: error: cannot write: %s\n", path.c_str(), out.error().c_str());
+    return false;
+  }
+  std::fwrite(page.data(), 1, page.size(), out.stream());
+  return finish_outputs({&out});
 }
 
 // The exit code of a finished sweep: with --require-pass, 1 when a reported cell did not pass.
@@ -185,6 +205,9 @@ int run(const SweepCliOptions& options) {
   if (!options.sort.empty() && !options.bisect.empty()) {
     return usage_error("--sort orders a --set grid; --bisect reports two cells per search");
   }
+  if (!options.report_path.empty() && !options.bisect.empty()) {
+    return usage_error("--report draws a --set grid; --bisect reports two cells per search");
+  }
   std::vector<sim::SweepAxis> axes;
   for (const std::string& set : options.sets) {
     const size_t eq = set.find('=');
@@ -219,6 +242,11 @@ int run(const SweepCliOptions& options) {
                        "'; valid values are: step_time, exposed_comm, peak_live");
   }
   const bool passed = all_pass(points);
+  if (!options.report_path.empty() &&
+      !write_report(options.report_path, options.scenario,
+                    sweep_report_html({&*scenario, *discovery}, axes, points))) {
+    return kExitBadInput;
+  }
   if (options.json) {
     return finish(options, sweep_json({&*scenario, *discovery}, axes, points), passed);
   }
@@ -245,6 +273,9 @@ void setup_sweep(CLI::App& sub, std::function<int()>& action) {
                  "external-access discovery: resident-skip or residency-independent");
   sub.add_option("--sort", options->sort,
                  "order cells by step_time, exposed_comm or peak_live (failed cells last)");
+  sub.add_option("--report", options->report_path,
+                 "also write a self-contained HTML page: the table, and step time and peak "
+                 "memory plotted against the swept values, failed cells marked (docs/report.md)");
   sub.add_flag("--json", options->json, "print the results as JSON (docs/sweep-format.md)");
   sub.add_flag("--csv", options->csv, "print the results as CSV (docs/sweep-format.md)");
   sub.add_flag("--require-pass", options->require_pass,

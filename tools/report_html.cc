@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "model/persistence.h"
+#include "tools/html_page.h"
 #include "tools/human_units.h"
 #include "tools/outcome_report.h"
 #include "trace/names.h"
@@ -27,34 +28,6 @@ constexpr int kPlotWidth = 1100;  ///< px of the time axis
 constexpr int kLabelWidth = 180;
 constexpr int kRowHeight = 18;
 constexpr size_t kTopRows = 20;
-
-// HTML text and attribute values: the five characters with a meaning in HTML.
-std::string esc(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-    case '&':
-      out += "&amp;";
-      break;
-    case '<':
-      out += "&lt;";
-      break;
-    case '>':
-      out += "&gt;";
-      break;
-    case '"':
-      out += "&quot;";
-      break;
-    case '\'':
-      out += "&#39;";
-      break;
-    default:
-      out.push_back(c);
-    }
-  }
-  return out;
-}
 
 std::string module_label(const model::Scenario& scenario, model::ModuleIndex m) {
   if (m >= scenario.modules.size()) {
@@ -168,7 +141,7 @@ void timeline_svg(const RunReportInput& in, int32_t rank, Tick end, fmt::memory_
     fmt::format_to(it,
                    "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{} "
                    "({} .. {})</title></rect>\n",
-                   kLabelWidth + x0, row_y(row), x1 - x0, kRowHeight, fill, esc(title),
+                   kLabelWidth + x0, row_y(row), x1 - x0, kRowHeight, fill, html_escape(title),
                    human_duration(l.start_ns), human_duration(l.end_ns));
   }
   // Streams: busy pixel columns, merged into runs (at most one rect per run of columns).
@@ -237,7 +210,7 @@ void timeline_svg(const RunReportInput& in, int32_t rank, Tick end, fmt::memory_
                    "<line class=\"landmark{}\" x1=\"{}\" y1=\"0\" x2=\"{}\" y2=\"{}\" "
                    "stroke=\"{}\" stroke-width=\"{}\"{}><title>{} at {}</title></line>\n",
                    failure ? " failure" : "", x, x, row_y(kRows), colour, failure ? 3 : 1,
-                   failure ? "" : " stroke-dasharray=\"3,2\"", esc(title),
+                   failure ? "" : " stroke-dasharray=\"3,2\"", html_escape(title),
                    human_duration(l.start_ns));
     if (failure) {
       fmt::format_to(
@@ -333,7 +306,7 @@ void exposed_table(const std::vector<Row>& rows, std::string_view id, std::strin
                    "class=\"bar\" style=\"width:{}px\"></div></td><td class=\"num\">{}</td>"
                    "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
                    "</tr>\n",
-                   esc(rows[i].name), human_duration(s.exposed_comm_ns),
+                   html_escape(rows[i].name), human_duration(s.exposed_comm_ns),
                    s.exposed_comm_ns * 200 / most, human_duration(s.compute_ns), s.fetches,
                    human_bytes(s.gathered_bytes), human_bytes(s.prefetched_bytes));
   }
@@ -373,44 +346,19 @@ std::vector<std::string> avoid_lines(const std::string& explanation) {
   return lines;
 }
 
-}  // namespace
-
-std::string run_report_html(const RunReportInput& in) {
+void outcome_section(const RunReportInput& in, fmt::memory_buffer& out) {
+  auto it = std::back_inserter(out);
   const model::Scenario& scenario = *in.scenario;
   const sim::Outcome& outcome = *in.outcome;
   const sim::TimelineSummary& summary = *in.summary;
-  const sim::Recording& rec = *in.recording;
-  fmt::memory_buffer out;
-  auto it = std::back_inserter(out);
-  fmt::format_to(it, R"(<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8">
-<title>zfetch report: {}</title>
-<style>
-body {{ font-family: sans-serif; margin: 1.5em; color: #222; max-width: 1320px; }}
-h1 {{ font-size: 1.4em; }} h2 {{ font-size: 1.15em; margin-top: 1.6em; border-bottom: 1px solid #ccc; }}
-.pass {{ color: #2a7d2a; font-weight: bold; }} .failed {{ color: #c62828; font-weight: bold; }}
-pre {{ background: #f6f6f6; padding: 0.6em; white-space: pre-wrap; font-size: 0.85em; }}
-table {{ border-collapse: collapse; font-size: 0.85em; }}
-td, th {{ padding: 2px 8px; border-bottom: 1px solid #eee; text-align: left; }}
-td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
-td.name {{ font-family: monospace; }}
-.bar {{ height: 10px; background: #e15759; }}
-.note {{ color: #666; font-size: 0.85em; }}
-.legend span {{ display: inline-block; margin-right: 1em; }}
-.legend i {{ display: inline-block; width: 10px; height: 10px; margin-right: 4px; }}
-</style></head><body>
-)",
-                 esc(scenario.name));
-  // Outcome.
   const bool failed = outcome.failure.has_value();
-  fmt::format_to(it, "<h1>zfetch report: {}</h1>\n<section id=\"outcome\"><h2>Outcome</h2>\n",
-                 esc(scenario.name));
+  fmt::format_to(it, "<section id=\"outcome\"><h2>Outcome</h2>\n");
   fmt::format_to(it,
                  "<p>scenario <code>{}</code>, {} ranks, discovery <code>{}</code>, calibration "
                  "{}</p>\n<p class=\"{}\">{}</p>\n",
-                 esc(scenario.path), scenario.world_size, model::format_as(in.discovery),
-                 esc(in.calibration), failed ? "failed" : "pass",
-                 esc(outcome_summary(scenario, outcome)));
+                 html_escape(scenario.path), scenario.world_size, model::format_as(in.discovery),
+                 html_escape(in.calibration), failed ? "failed" : "pass",
+                 html_escape(outcome_summary(scenario, outcome)));
   fmt::format_to(
       it,
       "<p>{} optimizer steps, {} passes, {} fetches, {} gathers ({}); simulated time {}, "
@@ -421,27 +369,37 @@ td.name {{ font-family: monospace; }}
       human_bytes(summary.peak_live_bytes));
   if (failed) {
     fmt::format_to(it, "<h3>DeepSpeed raises</h3><pre id=\"message\">{}</pre>\n",
-                   esc(outcome.failure->message));
+                   html_escape(outcome.failure->message));
     if (!outcome.failure->explanation.empty()) {
       fmt::format_to(it, "<h3>Why</h3><pre id=\"explanation\">{}</pre>\n",
-                     esc(outcome.failure->explanation));
+                     html_escape(outcome.failure->explanation));
     }
   }
   fmt::format_to(it, "</section>\n");
+}
 
-  // The ranks with a timeline, in order.
+// The ranks with a timeline, in order, and the end of the time axis they share.
+struct TimeAxis {
   std::vector<int32_t> ranks;
-  for (const sim::StepSummary& s : summary.steps) {
-    ranks.push_back(s.rank);
-  }
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
   Tick end = 1;
-  for (const Slice& s : rec.slices) {
-    end = std::max(end, s.start_ns + s.dur_ns);
-  }
-  end = std::max(end, summary.end_ns);
+};
 
+TimeAxis time_axis(const RunReportInput& in) {
+  TimeAxis axis;
+  for (const sim::StepSummary& s : in.summary->steps) {
+    axis.ranks.push_back(s.rank);
+  }
+  std::sort(axis.ranks.begin(), axis.ranks.end());
+  axis.ranks.erase(std::unique(axis.ranks.begin(), axis.ranks.end()), axis.ranks.end());
+  for (const Slice& s : in.recording->slices) {
+    axis.end = std::max(axis.end, s.start_ns + s.dur_ns);
+  }
+  axis.end = std::max(axis.end, in.summary->end_ns);
+  return axis;
+}
+
+void timeline_section(const RunReportInput& in, const TimeAxis& axis, fmt::memory_buffer& out) {
+  auto it = std::back_inserter(out);
   fmt::format_to(it, "<section id=\"timeline\"><h2>Timeline</h2>\n<p class=\"legend\">");
   for (size_t s = 0; s < kStreamLabel.size(); ++s) {
     fmt::format_to(it, "<span><i style=\"background:{}\"></i>{}</span>", kStreamColour[s],
@@ -450,58 +408,76 @@ td.name {{ font-family: monospace; }}
   fmt::format_to(it,
                  "<span><i style=\"background:#d62728\"></i>failure</span><span>dashed lines: "
                  "optimizer steps, checkpoints, restarts, invalidations</span></p>\n");
-  for (int32_t rank : ranks) {
+  for (int32_t rank : axis.ranks) {
     fmt::format_to(it, "<h3>rank {}</h3>\n", rank);
-    timeline_svg(in, rank, end, out);
+    timeline_svg(in, rank, axis.end, out);
   }
   fmt::format_to(it, "</section>\n");
+}
 
-  // Memory.
-  const int32_t memory_rank = ranks.empty() ? 0 : ranks.front();
-  fmt::format_to(it, "<section id=\"memory\"><h2>Live parameter memory (rank {})</h2>\n",
-                 memory_rank);
-  memory_svg(in, memory_rank, end, out);
-  if (static_cast<size_t>(memory_rank) < rec.peaks.size()) {
-    const sim::Recording::Peak& peak = rec.peaks[static_cast<size_t>(memory_rank)];
-    const std::vector<bool> persistent = model::select_persistent(scenario, scenario.config.zero);
-    std::vector<std::pair<int64_t, model::ParamIndex>> held;
-    for (model::ParamIndex p : peak.params) {
-      const model::ParamSpec& spec = scenario.params[p];
-      held.emplace_back(spec.numel * model::dtype_bytes(spec.dtype), p);
-    }
-    std::stable_sort(held.begin(), held.end(),
-                     [](const auto& a, const auto& b) { return a.first > b.first; });
+// What is gathered at the rank's peak of live parameter memory, largest first.
+void peak_table(const RunReportInput& in, int32_t rank, fmt::memory_buffer& out) {
+  const model::Scenario& scenario = *in.scenario;
+  const sim::Recording& rec = *in.recording;
+  if (static_cast<size_t>(rank) >= rec.peaks.size()) {
+    return;
+  }
+  auto it = std::back_inserter(out);
+  const sim::Recording::Peak& peak = rec.peaks[static_cast<size_t>(rank)];
+  const std::vector<bool> persistent = model::select_persistent(scenario, scenario.config.zero);
+  std::vector<std::pair<int64_t, model::ParamIndex>> held;
+  for (model::ParamIndex p : peak.params) {
+    const model::ParamSpec& spec = scenario.params[p];
+    held.emplace_back(spec.numel * model::dtype_bytes(spec.dtype), p);
+  }
+  std::stable_sort(held.begin(), held.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  fmt::format_to(it,
+                 "<p>At the peak ({} at {}), {} parameters are gathered:</p>\n<table "
+                 "id=\"peak\"><tr><th>parameter</th><th>owner</th><th>size</th><th>persistent"
+                 "</th></tr>\n",
+                 human_bytes(peak.live_bytes), human_duration(peak.t_ns), held.size());
+  for (size_t i = 0; i < held.size() && i < kTopRows; ++i) {
+    const model::ParamSpec& spec = scenario.params[held[i].second];
     fmt::format_to(it,
-                   "<p>At the peak ({} at {}), {} parameters are gathered:</p>\n<table "
-                   "id=\"peak\"><tr><th>parameter</th><th>owner</th><th>size</th><th>persistent"
-                   "</th></tr>\n",
-                   human_bytes(peak.live_bytes), human_duration(peak.t_ns), held.size());
-    for (size_t i = 0; i < held.size() && i < kTopRows; ++i) {
-      const model::ParamSpec& spec = scenario.params[held[i].second];
-      fmt::format_to(it,
-                     "<tr><td class=\"name\">{}</td><td class=\"name\">{}</td><td "
-                     "class=\"num\">{}</td><td>{}</td></tr>\n",
-                     esc(spec.qualified_name), esc(module_label(scenario, spec.owner)),
-                     human_bytes(held[i].first), persistent[held[i].second] ? "yes" : "");
-    }
-    fmt::format_to(it, "</table>\n");
-    if (held.size() > kTopRows) {
-      fmt::format_to(it, "<p class=\"note\">and {} smaller ones.</p>\n", held.size() - kTopRows);
-    }
+                   "<tr><td class=\"name\">{}</td><td class=\"name\">{}</td><td "
+                   "class=\"num\">{}</td><td>{}</td></tr>\n",
+                   html_escape(spec.qualified_name),
+                   html_escape(module_label(scenario, spec.owner)), human_bytes(held[i].first),
+                   persistent[held[i].second] ? "yes" : "");
   }
-  fmt::format_to(it, "</section>\n");
+  fmt::format_to(it, "</table>\n");
+  if (held.size() > kTopRows) {
+    fmt::format_to(it, "<p class=\"note\">and {} smaller ones.</p>\n", held.size() - kTopRows);
+  }
+}
 
-  // Exposed communication per module and per layer (the first rank's table).
+void memory_section(const RunReportInput& in, int32_t rank, Tick end, fmt::memory_buffer& out) {
+  fmt::format_to(std::back_inserter(out),
+                 "<section id=\"memory\"><h2>Live parameter memory (rank {})</h2>\n", rank);
+  memory_svg(in, rank, end, out);
+  peak_table(in, rank, out);
+  fmt::format_to(std::back_inserter(out), "</section>\n");
+}
+
+// Exposed communication per module and per layer (the first rank's table), most exposed first.
+struct Exposure {
   std::vector<Row> modules;
+  std::vector<Row> layers;
+};
+
+Exposure exposure(const RunReportInput& in) {
+  const model::Scenario& scenario = *in.scenario;
+  Exposure e;
   std::map<std::string, sim::ModuleSummary> layers;
-  if (!summary.modules.empty()) {
-    const std::vector<sim::ModuleSummary>& table = summary.modules.front();
+  if (!in.summary->modules.empty()) {
+    const std::vector<sim::ModuleSummary>& table = in.summary->modules.front();
     for (model::ModuleIndex m = 0; m < table.size(); ++m) {
       const sim::ModuleSummary& s = table[m];
       if (s.fetches == 0 && s.compute_ns == 0) {
         continue;
       }
-      modules.push_back({module_label(scenario, m), s});
+      e.modules.push_back({module_label(scenario, m), s});
       sim::ModuleSummary& layer = layers[layer_of(scenario.modules[m].qualified_name)];
       layer.fetches += s.fetches;
       layer.compute_ns += s.compute_ns;
@@ -510,28 +486,38 @@ td.name {{ font-family: monospace; }}
       layer.prefetched_bytes += s.prefetched_bytes;
     }
   }
-  sort_rows(modules);
-  std::vector<Row> layer_rows;
   for (const auto& [name, totals] : layers) {
-    layer_rows.push_back({name, totals});
+    e.layers.push_back({name, totals});
   }
-  sort_rows(layer_rows);
+  sort_rows(e.modules);
+  sort_rows(e.layers);
+  return e;
+}
+
+void exposure_sections(const Exposure& e, fmt::memory_buffer& out) {
+  auto it = std::back_inserter(out);
   fmt::format_to(it, "<section id=\"modules\"><h2>Exposed communication per module</h2>\n");
-  exposed_table(modules, "module-table", "module", out);
+  exposed_table(e.modules, "module-table", "module", out);
   fmt::format_to(it,
                  "</section>\n<section id=\"layers\"><h2>Exposed communication per layer</h2>\n");
-  exposed_table(layer_rows, "layer-table", "layer", out);
+  exposed_table(e.layers, "layer-table", "layer", out);
   fmt::format_to(it, "</section>\n");
+}
 
-  // What to tune: the explanation's remedies, then rules on the timeline's numbers.
-  struct Tip {
-    std::string knob;
-    std::string now;
-    std::string why;
-  };
+struct Tip {
+  std::string knob;
+  std::string now;
+  std::string why;
+};
+
+// What to tune: the explanation's remedies, then rules on the timeline's numbers.
+std::vector<Tip> tuning_tips(const RunReportInput& in, const std::vector<Row>& modules,
+                             int32_t rank) {
+  const model::Scenario& scenario = *in.scenario;
+  const sim::TimelineSummary& summary = *in.summary;
   std::vector<Tip> tips;
-  if (failed) {
-    for (const std::string& line : avoid_lines(outcome.failure->explanation)) {
+  if (in.outcome->failure) {
+    for (const std::string& line : avoid_lines(in.outcome->failure->explanation)) {
       tips.push_back({"fix the failure", "", line});
     }
   }
@@ -550,12 +536,12 @@ td.name {{ font-family: monospace; }}
   }
   if (zero.offload_param.device != model::OffloadDevice::None) {
     Tick h2d = 0;
-    for (const Slice& s : rec.slices) {
-      h2d += s.stream == sim::Stream::H2d && s.rank == memory_rank ? s.dur_ns : 0;
+    for (const Slice& s : in.recording->slices) {
+      h2d += s.stream == sim::Stream::H2d && s.rank == rank ? s.dur_ns : 0;
     }
     tips.push_back({"offload_param.device", "cpu/nvme",
                     fmt::format("host-to-device copies take {} on rank {} ({}% of the run)",
-                                human_duration(h2d), memory_rank,
+                                human_duration(h2d), rank,
                                 summary.end_ns > 0 ? h2d * 100 / summary.end_ns : 0)});
   }
   for (size_t i = 0; i < modules.size() && i < 3; ++i) {
@@ -570,17 +556,36 @@ td.name {{ font-family: monospace; }}
                                 human_bytes(modules[i].totals.gathered_bytes),
                                 human_bytes(modules[i].totals.prefetched_bytes))});
   }
+  return tips;
+}
+
+void tuning_section(const std::vector<Tip>& tips, fmt::memory_buffer& out) {
+  auto it = std::back_inserter(out);
   fmt::format_to(it,
                  "<section id=\"tuning\"><h2>What to tune</h2>\n<table id=\"tuning-table\"><tr>"
                  "<th>#</th><th>knob</th><th>now</th><th>why</th></tr>\n");
   for (size_t i = 0; i < tips.size(); ++i) {
     fmt::format_to(it, "<tr><td>{}</td><td class=\"name\">{}</td><td>{}</td><td>{}</td></tr>\n",
-                   i + 1, esc(tips[i].knob), esc(tips[i].now), esc(tips[i].why));
+                   i + 1, html_escape(tips[i].knob), html_escape(tips[i].now),
+                   html_escape(tips[i].why));
   }
   fmt::format_to(it, "</table>\n</section>\n");
-  fmt::format_to(it,
-                 "<p class=\"note\">Simulated by zfetch from the scenario; times are the cost "
-                 "model's, not measurements. Hover marks for details.</p>\n</body></html>\n");
+}
+
+}  // namespace
+
+std::string run_report_html(const RunReportInput& in) {
+  fmt::memory_buffer out;
+  html_page_begin("zfetch report: " + in.scenario->name, out);
+  outcome_section(in, out);
+  const TimeAxis axis = time_axis(in);
+  timeline_section(in, axis, out);
+  const int32_t memory_rank = axis.ranks.empty() ? 0 : axis.ranks.front();
+  memory_section(in, memory_rank, axis.end, out);
+  const Exposure e = exposure(in);
+  exposure_sections(e, out);
+  tuning_section(tuning_tips(in, e.modules, memory_rank), out);
+  html_page_end(out);
   return fmt::to_string(out);
 }
 
