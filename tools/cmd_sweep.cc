@@ -61,13 +61,7 @@ bool write_stdout(const std::string& text) {
 }
 
 // Writes the grid's HTML page to `path` (whole or not at all); false after the error is printed.
-bool write_report(const std::string& path, const std::string& scenario_path,
-                  const std::string& page) {
-  const std::string clash = check_outputs_distinct({scenario_path}, {path});
-  if (!clash.empty()) {
-    std::fprintf(stderr, "%s\n", clash.c_str());
-    return false;
-  }
+bool write_report(const std::string& path, const std::string& page) {
   OutputFile out(path);
   if (!out.error().empty()) {
     std::fprintf(stderr, "%s: error: cannot write: %s\n", path.c_str(), out.error().c_str());
@@ -208,6 +202,14 @@ int run(const SweepCliOptions& options) {
   if (!options.report_path.empty() && !options.bisect.empty()) {
     return usage_error("--report draws a --set grid; --bisect reports two cells per search");
   }
+  if (const std::string clash =
+          options.report_path.empty()
+              ? std::string()
+              : check_outputs_distinct({options.scenario}, {options.report_path});
+      !clash.empty()) {
+    std::fprintf(stderr, "%s\n", clash.c_str());
+    return kExitBadInput;
+  }
   std::vector<sim::SweepAxis> axes;
   for (const std::string& set : options.sets) {
     const size_t eq = set.find('=');
@@ -243,7 +245,7 @@ int run(const SweepCliOptions& options) {
   }
   const bool passed = all_pass(points);
   if (!options.report_path.empty() &&
-      !write_report(options.report_path, options.scenario,
+      !write_report(options.report_path,
                     sweep_report_html({&*scenario, *discovery}, axes, points))) {
     return kExitBadInput;
   }

@@ -92,28 +92,15 @@ constexpr std::array<std::string_view, sim::kStreamCount> kStreamColour = {"#4e7
 constexpr std::array<std::string_view, sim::kStreamCount> kStreamLabel = {
     "compute", "all-gather (comm)", "host-to-device (h2d)", "reduce-scatter (rs)"};
 
-void timeline_svg(const RunReportInput& in, int32_t rank, Tick end, fmt::memory_buffer& out) {
+// The timeline's rows: steps, passes, phases, then the streams.
+constexpr int kTimelineRows = 3 + sim::kStreamCount;
+constexpr int row_y(int row) {
+  return 4 + row * (kRowHeight + 4);
+}
+
+// Landmark spans: few (steps, passes, phases), each drawn when at least one pixel wide.
+void landmark_spans(const sim::Recording& rec, int32_t rank, Tick end, fmt::memory_buffer& out) {
   auto it = std::back_inserter(out);
-  const model::Scenario& scenario = *in.scenario;
-  const sim::Recording& rec = *in.recording;
-  constexpr int kRows = 3 + sim::kStreamCount;  // steps, passes, phases, then the streams
-  const int height = kRows * (kRowHeight + 4) + 24;
-  fmt::format_to(it,
-                 "<svg class=\"timeline\" data-rank=\"{}\" width=\"{}\" height=\"{}\" "
-                 "xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" "
-                 "font-size=\"11\">\n",
-                 rank, kLabelWidth + kPlotWidth + 10, height);
-  const std::array<std::string_view, kRows> labels = {
-      "optimizer steps", "passes",        "phases",       kStreamLabel[0],
-      kStreamLabel[1],   kStreamLabel[2], kStreamLabel[3]};
-  const auto row_y = [](int row) { return 4 + row * (kRowHeight + 4); };
-  for (int row = 0; row < kRows; ++row) {
-    fmt::format_to(it, "<text x=\"4\" y=\"{}\">{}</text>\n", row_y(row) + 13,
-                   labels[static_cast<size_t>(row)]);
-    fmt::format_to(it, "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f6f6f6\"/>\n",
-                   kLabelWidth, row_y(row), kPlotWidth, kRowHeight);
-  }
-  // Landmark spans: few (steps, passes, phases), each drawn when at least one pixel wide.
   for (const Landmark& l : rec.landmarks) {
     if (l.rank != rank) {
       continue;
@@ -144,7 +131,11 @@ void timeline_svg(const RunReportInput& in, int32_t rank, Tick end, fmt::memory_
                    kLabelWidth + x0, row_y(row), x1 - x0, kRowHeight, fill, html_escape(title),
                    human_duration(l.start_ns), human_duration(l.end_ns));
   }
-  // Streams: busy pixel columns, merged into runs (at most one rect per run of columns).
+}
+
+// Streams: busy pixel columns, merged into runs (at most one rect per run of columns).
+void stream_rows(const sim::Recording& rec, int32_t rank, Tick end, fmt::memory_buffer& out) {
+  auto it = std::back_inserter(out);
   for (int s = 0; s < sim::kStreamCount; ++s) {
     std::vector<uint8_t> busy(kPlotWidth + 1, 0);
     for (const Slice& slice : rec.slices) {
@@ -171,7 +162,13 @@ void timeline_svg(const RunReportInput& in, int32_t rank, Tick end, fmt::memory_
       x = x1;
     }
   }
-  // Points: vertical lines across the rank's rows.
+}
+
+// Points: vertical lines across the rank's rows.
+void landmark_points(const RunReportInput& in, int32_t rank, Tick end, fmt::memory_buffer& out) {
+  auto it = std::back_inserter(out);
+  const model::Scenario& scenario = *in.scenario;
+  const sim::Recording& rec = *in.recording;
   for (const Landmark& l : rec.landmarks) {
     if (l.rank != rank || l.kind == Landmark::Kind::Step || l.kind == Landmark::Kind::Pass ||
         l.kind == Landmark::Kind::Phase || l.kind == Landmark::Kind::MicroStep) {
@@ -209,15 +206,38 @@ void timeline_svg(const RunReportInput& in, int32_t rank, Tick end, fmt::memory_
     fmt::format_to(it,
                    "<line class=\"landmark{}\" x1=\"{}\" y1=\"0\" x2=\"{}\" y2=\"{}\" "
                    "stroke=\"{}\" stroke-width=\"{}\"{}><title>{} at {}</title></line>\n",
-                   failure ? " failure" : "", x, x, row_y(kRows), colour, failure ? 3 : 1,
+                   failure ? " failure" : "", x, x, row_y(kTimelineRows), colour, failure ? 3 : 1,
                    failure ? "" : " stroke-dasharray=\"3,2\"", html_escape(title),
                    human_duration(l.start_ns));
     if (failure) {
       fmt::format_to(
           it, "<text x=\"{}\" y=\"{}\" fill=\"#d62728\" text-anchor=\"end\">failure</text>\n",
-          x - 3, row_y(kRows) + 12);
+          x - 3, row_y(kTimelineRows) + 12);
     }
   }
+}
+
+void timeline_svg(const RunReportInput& in, int32_t rank, Tick end, fmt::memory_buffer& out) {
+  auto it = std::back_inserter(out);
+  constexpr int kRows = kTimelineRows;
+  const int height = kRows * (kRowHeight + 4) + 24;
+  fmt::format_to(it,
+                 "<svg class=\"timeline\" data-rank=\"{}\" width=\"{}\" height=\"{}\" "
+                 "xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" "
+                 "font-size=\"11\">\n",
+                 rank, kLabelWidth + kPlotWidth + 10, height);
+  const std::array<std::string_view, kRows> labels = {
+      "optimizer steps", "passes",        "phases",       kStreamLabel[0],
+      kStreamLabel[1],   kStreamLabel[2], kStreamLabel[3]};
+  for (int row = 0; row < kRows; ++row) {
+    fmt::format_to(it, "<text x=\"4\" y=\"{}\">{}</text>\n", row_y(row) + 13,
+                   labels[static_cast<size_t>(row)]);
+    fmt::format_to(it, "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#f6f6f6\"/>\n",
+                   kLabelWidth, row_y(row), kPlotWidth, kRowHeight);
+  }
+  landmark_spans(*in.recording, rank, end, out);
+  stream_rows(*in.recording, rank, end, out);
+  landmark_points(in, rank, end, out);
   fmt::format_to(it,
                  "<text x=\"{}\" y=\"{}\">0</text><text x=\"{}\" y=\"{}\" "
                  "text-anchor=\"end\">{}</text>\n",

@@ -103,58 +103,58 @@ std::string cell_label(const std::vector<sim::SweepAxis>& axes, const sim::Sweep
   return label;
 }
 
-void plot_svg(const Metric& metric, const std::vector<sim::SweepAxis>& axes,
-              const std::vector<sim::SweepPoint>& points, fmt::memory_buffer& out) {
-  auto it = std::back_inserter(out);
-  const size_t columns = std::max<size_t>(1, axes.front().values.size());
-  const size_t series = series_count(axes);
-  int64_t top = 1;
-  for (const sim::SweepPoint& p : points) {
-    if (cell_has_timing(p)) {
-      top = std::max(top, metric.value(p));
-    }
-  }
-  const auto x_of = [&](size_t x) {
+// Pixel positions on one plot: x by column (the first key's value), y by value from 0 to `top`.
+struct Geometry {
+  size_t columns = 1;
+  int64_t top = 1;  ///< the largest value drawn
+
+  [[nodiscard]] int x_of(size_t x) const {
     return kPlotLeft + static_cast<int>((2 * x + 1) * kPlotWidth / (2 * columns));
-  };
-  const auto y_of = [&](int64_t v) {
+  }
+  [[nodiscard]] int y_of(int64_t v) const {
     // Pixels only (never printed as a value): double keeps v * height from overflowing.
     return kPlotTop + kPlotHeight -
            static_cast<int>(static_cast<double>(v) * kPlotHeight / static_cast<double>(top));
-  };
-  const int axis_y = kPlotTop + kPlotHeight;
-  const int failed_y = axis_y + kFailedRow;
-  fmt::format_to(it,
-                 "<svg class=\"sweep-plot\" data-metric=\"{}\" width=\"{}\" height=\"{}\" "
-                 "xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" "
-                 "font-size=\"11\">\n<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
-                 "fill=\"#f6f6f6\"/>\n",
-                 metric.id, kPlotLeft + kPlotWidth + 10, failed_y + kLabelRows, kPlotLeft, kPlotTop,
-                 kPlotWidth, kPlotHeight);
-  // The y axis: 0, half and the top, in human units.
-  for (const int64_t v : {int64_t{0}, top / 2, top}) {
+  }
+};
+
+constexpr int kAxisY = kPlotTop + kPlotHeight;
+constexpr int kFailedY = kAxisY + kFailedRow;
+
+// The y axis (0, half and the top, in human units), the x axis (the first key's values) and the
+// row where failed cells are marked.
+void plot_axes(const Metric& metric, const std::vector<sim::SweepAxis>& axes, const Geometry& g,
+               fmt::memory_buffer& out) {
+  auto it = std::back_inserter(out);
+  for (const int64_t v : {int64_t{0}, g.top / 2, g.top}) {
     fmt::format_to(it,
                    "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text><line x1=\"{}\" "
                    "y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#dddddd\"/>\n",
-                   kPlotLeft - 4, y_of(v) + 4, format_value(metric, v), kPlotLeft, y_of(v),
-                   kPlotLeft + kPlotWidth, y_of(v));
+                   kPlotLeft - 4, g.y_of(v) + 4, format_value(metric, v), kPlotLeft, g.y_of(v),
+                   kPlotLeft + kPlotWidth, g.y_of(v));
   }
-  // The x axis: the first key's values, and the row where failed cells are marked.
-  for (size_t x = 0; x < columns && x < axes.front().values.size(); ++x) {
-    fmt::format_to(it, "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", x_of(x),
-                   failed_y + 20, html_escape(axes.front().values[x]));
+  for (size_t x = 0; x < g.columns && x < axes.front().values.size(); ++x) {
+    fmt::format_to(it, "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n", g.x_of(x),
+                   kFailedY + 20, html_escape(axes.front().values[x]));
   }
   fmt::format_to(it,
                  "<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#c62828\">failed</text>\n"
                  "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
-                 kPlotLeft - 4, failed_y + 4, kPlotLeft + kPlotWidth / 2, failed_y + 38,
+                 kPlotLeft - 4, kFailedY + 4, kPlotLeft + kPlotWidth / 2, kFailedY + 38,
                  html_escape(axes.front().key));
-  // One line per series through its completed cells, in x order; failed cells break it.
+}
+
+// One line per series through its completed cells, in x order; failed cells break it.
+void series_lines(const Metric& metric, const std::vector<sim::SweepAxis>& axes,
+                  const std::vector<sim::SweepPoint>& points, const Geometry& g,
+                  fmt::memory_buffer& out) {
+  auto it = std::back_inserter(out);
+  const size_t series = series_count(axes);
   for (size_t s = 0; s < series; ++s) {
-    std::vector<const sim::SweepPoint*> by_x(columns, nullptr);
+    std::vector<const sim::SweepPoint*> by_x(g.columns, nullptr);
     for (const sim::SweepPoint& p : points) {
       const Place place = place_of(axes, p);
-      if (place.series == s && place.x < columns) {
+      if (place.series == s && place.x < g.columns) {
         by_x[place.x] = &p;
       }
     }
@@ -169,30 +169,36 @@ void plot_svg(const Metric& metric, const std::vector<sim::SweepAxis>& axes,
       }
       line.clear();
     };
-    for (size_t x = 0; x < columns; ++x) {
+    for (size_t x = 0; x < g.columns; ++x) {
       const sim::SweepPoint* p = by_x[x];
       if (p == nullptr || !cell_has_timing(*p)) {
         flush();
         continue;
       }
-      line += fmt::format("{},{} ", x_of(x), y_of(metric.value(*p)));
+      line += fmt::format("{},{} ", g.x_of(x), g.y_of(metric.value(*p)));
     }
     flush();
   }
+}
+
+// A point per completed cell; a cross on the failed row per other cell, red for a failure and
+// grey for a cell that could not run.
+void cell_marks(const Metric& metric, const std::vector<sim::SweepAxis>& axes,
+                const std::vector<sim::SweepPoint>& points, const Geometry& g,
+                fmt::memory_buffer& out) {
+  auto it = std::back_inserter(out);
   for (const sim::SweepPoint& p : points) {
     const Place place = place_of(axes, p);
-    const int x = x_of(place.x);
+    const int x = g.x_of(place.x);
     const std::string_view colour = kSeriesColour[place.series % kSeriesColour.size()];
     if (cell_has_timing(p)) {
-      const int y = y_of(metric.value(p));
       fmt::format_to(it,
                      "<circle class=\"cell\" cx=\"{}\" cy=\"{}\" r=\"4\" fill=\"{}\"><title>{}: "
                      "{}</title></circle>\n",
-                     x, y, colour, html_escape(cell_label(axes, p)),
+                     x, g.y_of(metric.value(p)), colour, html_escape(cell_label(axes, p)),
                      format_value(metric, metric.value(p)));
       continue;
     }
-    // A cross on the failed row, in red for a failure and grey for a cell that could not run.
     const bool error = !p.error.empty();
     const int dx = static_cast<int>(place.series % 5) * 6 - 12;  // series side by side
     fmt::format_to(it,
@@ -200,10 +206,31 @@ void plot_svg(const Metric& metric, const std::vector<sim::SweepAxis>& axes,
                    "x2=\"{}\" y2=\"{}\"/><line x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>"
                    "<title>{}: {}</title></g>\n",
                    error ? "error-cell" : "failed-cell", error ? "#888888" : "#d62728", x + dx - 4,
-                   failed_y - 4, x + dx + 4, failed_y + 4, x + dx - 4, failed_y + 4, x + dx + 4,
-                   failed_y - 4, html_escape(cell_label(axes, p)), html_escape(failure_title(p)));
+                   kFailedY - 4, x + dx + 4, kFailedY + 4, x + dx - 4, kFailedY + 4, x + dx + 4,
+                   kFailedY - 4, html_escape(cell_label(axes, p)), html_escape(failure_title(p)));
   }
-  fmt::format_to(it, "</svg>\n");
+}
+
+void plot_svg(const Metric& metric, const std::vector<sim::SweepAxis>& axes,
+              const std::vector<sim::SweepPoint>& points, fmt::memory_buffer& out) {
+  Geometry g;
+  g.columns = std::max<size_t>(1, axes.front().values.size());
+  for (const sim::SweepPoint& p : points) {
+    if (cell_has_timing(p)) {
+      g.top = std::max(g.top, metric.value(p));
+    }
+  }
+  fmt::format_to(std::back_inserter(out),
+                 "<svg class=\"sweep-plot\" data-metric=\"{}\" width=\"{}\" height=\"{}\" "
+                 "xmlns=\"http://www.w3.org/2000/svg\" font-family=\"sans-serif\" "
+                 "font-size=\"11\">\n<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
+                 "fill=\"#f6f6f6\"/>\n",
+                 metric.id, kPlotLeft + kPlotWidth + 10, kFailedY + kLabelRows, kPlotLeft, kPlotTop,
+                 kPlotWidth, kPlotHeight);
+  plot_axes(metric, axes, g, out);
+  series_lines(metric, axes, points, g, out);
+  cell_marks(metric, axes, points, g, out);
+  fmt::format_to(std::back_inserter(out), "</svg>\n");
 }
 
 void plots_section(const std::vector<sim::SweepAxis>& axes,
