@@ -12,7 +12,13 @@
 #    RESULTS_DIR/seed.POLICY/{trace,scenario}.rankR.*;
 # 4. the recorder's overhead: --bench steps with and without ZFETCH_RECORD;
 # 5. with a zfetch binary (ZFETCH), `zfetch run` of each written scenario and `zfetch diff` against
-#    the recorded trace.
+#    the recorded trace;
+# 6. with CORPUS_BUDGET_S set, the converted corpus (tools/recorder/corpus) as user runs: one process
+#    group per scenario and policy with only ZFETCH_RECORD set (record_corpus.py, at most that many
+#    seconds of starts; CORPUS_KEYS="KEY ..." for some only), into RESULTS_DIR/corpus/recorded.tgz;
+#    compare it anywhere with
+#    `python3 tools/recorder/check_recorded.py RESULTS_DIR/corpus/recorded.tgz --zfetch ZFETCH`.
+# ONLY_CORPUS=1 skips steps 2-5.
 set -u
 RES=${1:?usage: check_package.sh RESULTS_DIR [ZFETCH]}
 ZFETCH=${2:-}
@@ -42,6 +48,7 @@ else
 fi
 "$PY" -c 'import zfetch_record, zfetch_record_autostart, site, os, glob; print("installed:", zfetch_record.__file__, glob.glob(os.path.join(site.getsitepackages()[0], "zfetch_record.pth")))' 2>&1 | tee -a "$LOG"
 
+if [ "${ONLY_CORPUS:-0}" != 1 ]; then
 step from_model
 (cd tools/recorder/examples &&
  "$PY" -m zfetch_record.from_model architectures:llama_lora --device meta --name llama-32l-lora \
@@ -87,4 +94,10 @@ if [ -n "$ZFETCH" ]; then
     "$ZFETCH" diff "$d/trace.rank0.jsonl" "$d/simulated.rank0.jsonl" --rank 0 --kinds recorded --ignore-ids >"$d/diff.txt" 2>&1
     echo "diff $p rc=$?" | tee -a "$LOG"; head -5 "$d/diff.txt" | tee -a "$LOG"
   done
+fi
+fi
+
+if [ -n "${CORPUS_BUDGET_S:-}" ]; then
+  step corpus
+  "$PY" tools/recorder/record_corpus.py --out "$RES/corpus" --budget "$CORPUS_BUDGET_S" ${CORPUS_KEYS:+--only $CORPUS_KEYS} 2>&1 | tee "$RES/corpus.log" | tail -n 25 | tee -a "$LOG"
 fi

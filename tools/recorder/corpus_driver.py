@@ -66,6 +66,7 @@ def main():
     ap.add_argument("--budget", type=float, default=450.0, help="wall seconds for everything")
     ap.add_argument("--only", nargs="*")
     ap.add_argument("--worlds", nargs="*", type=int)
+    ap.add_argument("--record-sessions", metavar="DIR", help="run_scenario.py --record-sessions DIR")
     ap.add_argument("--launcher", choices=["torchrun", "direct"], default="torchrun",
                     help="direct: start the ranks without torchrun (env:// variables), e.g. where torchrun fails")
     args = ap.parse_args()
@@ -99,6 +100,8 @@ def main():
                    "--master_addr=127.0.0.1", f"--master_port={port}"] + script
         else:
             cmd = [sys.executable, os.path.abspath(__file__), "--spawn", str(w), "--port", str(port), "--"] + script
+        if args.record_sessions:
+            cmd += ["--record-sessions", os.path.abspath(args.record_sessions)]
         if args.only:
             cmd += ["--only"] + args.only
         log = open(os.path.join(res_dir, f"log.w{w}.txt"), "a")

@@ -388,7 +388,18 @@ class Runner:
         st = {"engine": None, "model": None, "engine_micro": 0,
               "where": {"engine": 0, "micro_step": None, "call": "initialize"}}
         CTX.engine, CTX.step, CTX.micro, CTX.eval = -1, 0, 0, False
-        zr.open_trace(trace, scen["name"], self.world, policy, notes_path=notes)
+        session = zr.start_from_environment() if args.recorder_from_environment else None
+        if session is not None and session.policy != policy:
+            raise ValueError(f"ZFETCH_RECORD records under {session.policy}, this run is {policy}")
+        if session is None and args.record_sessions:
+            # a recording of this run alone (what ZFETCH_RECORD starts for a whole process)
+            session = zr.record(os.path.join(args.record_sessions, f"{key}.{policy}"),
+                                residency_independent=policy == "residency-independent", name=scen["name"]).start()
+            own_session = session
+        else:
+            own_session = None
+        if session is None:
+            zr.open_trace(trace, scen["name"], self.world, policy, notes_path=notes)
         res["bases"] = self.bases()
         res["fwd_module_stack_at_start"] = len(self.po.FWD_MODULE_STACK)
         t0 = time.time()
@@ -402,9 +413,12 @@ class Runner:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         res["seconds"] = round(time.time() - t0, 2)
-        zr.close_trace()
-        if self.rank == 0:
-            res["events"], res["invalidations"] = _count_events(trace)
+        if own_session is not None:
+            own_session.stop()  # closes the trace, writes the scenario
+        elif session is None:  # ZFETCH_RECORD's session closes its trace at the process's end
+            zr.close_trace()
+            if self.rank == 0:
+                res["events"], res["invalidations"] = _count_events(trace)
         for e in (st["engine"], ):
             if e is not None:
                 try:
@@ -564,7 +578,7 @@ def load_work(args):
             continue
         if args.only and entry["key"] not in args.only:
             continue
-        for policy in POLICIES:
+        for policy in POLICIES if args.policy is None else (args.policy, ):
             work.append((entry, policy, os.path.join(folder, entry["json"])))
     return work
 
@@ -615,6 +629,13 @@ def main():
     ap.add_argument("--time-limit", type=float, default=60.0, help="per run, when the manifest gives none")
     ap.add_argument("--comm-timeout", type=float, default=60.0)
     ap.add_argument("--ckpt-root", default="/tmp/zfetch_corpus_ckpt")
+    ap.add_argument("--policy", choices=POLICIES, help="only this discovery policy (default: both)")
+    ap.add_argument("--recorder-from-environment", action="store_true",
+                    help="record as a user would: the recording ZFETCH_RECORD started (one process per "
+                    "scenario and policy) writes the traces and scenarios, the runner opens none")
+    ap.add_argument("--record-sessions", metavar="DIR",
+                    help="record each run with its own zfetch_record session (the package's context "
+                    "manager) into DIR/KEY.POLICY/: trace and scenario per rank")
     args = ap.parse_args()
 
     import logging
@@ -634,7 +655,7 @@ def main():
         return 2
     os.makedirs(os.path.join(args.out, "started"), exist_ok=True)
     info = {"torch": torch.__version__, "deepspeed": deepspeed.__version__, "python": sys.version.split()[0],
-            "world_size": world, "pid": os.getpid()}
+            "world_size": world, "pid": os.getpid(), "recorder": zr.__file__}
     box = [plan(args) if rank == 0 else None]
     dist.broadcast_object_list(box, src=0, group=ctl)
     todo = box[0]
@@ -679,6 +700,9 @@ def main():
             print(f"[rank{rank}] ABORT after {key} {policy}: ranks disagree or a run timed out: {everyone}",
                   flush=True)
             sys.stdout.flush()
+            session = zr.start_from_environment() if args.recorder_from_environment else None
+            if session is not None:
+                session.stop()  # os._exit skips the exit handler that writes the scenario
             os._exit(3)
     if rank == 0:
         open(os.path.join(args.out, f"complete.w{world}"), "w").close()

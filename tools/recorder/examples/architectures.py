@@ -4,7 +4,7 @@ structure of their Hugging Face and PEFT counterparts, for ``python3 -m zfetch_r
 * ``llama_lora``: a Llama-style decoder (32 layers, hidden 4096) with PEFT-style LoRA on q_proj and
   v_proj (base weights frozen; the LoRA forward reads ``lora_A.weight.dtype`` from outside lora_A,
   as PEFT's ``_cast_input_dtype`` does: issue #8874's access) and reentrant gradient checkpointing
-  of each layer;
+  of each layer, with transformers' ``enable_input_require_grads`` (the frozen embedding's output requires grad);
 * ``gpt2_tied``: a GPT-2-style model whose lm_head weight is the token embedding (tied);
 * ``mixtral_moe``: Mixtral-style decoder layers whose MLP is a sparse mixture of 8 experts, top-2
   routed (which experts run depends on the data: the scenario is that of the observed batch).
@@ -146,7 +146,19 @@ def llama_lora():
     for layer in model.model.layers:
         layer.self_attn.q_proj = LoraLinear(layer.self_attn.q_proj, rank=8)
         layer.self_attn.v_proj = LoraLinear(layer.self_attn.v_proj, rank=8)
+    enable_input_require_grads(model)
     return model, (torch.randint(0, c.vocab_size, (1, 16)),)
+
+
+def enable_input_require_grads(model):
+    """As transformers' ``PreTrainedModel.enable_input_require_grads`` (which PEFT calls when gradient
+    checkpointing is on): the frozen embedding's output is made to require grad, or no input of a
+    reentrant checkpoint region requires grad and its LoRA weights never get a gradient."""
+
+    def make_inputs_require_grads(module, inputs, output):
+        output.requires_grad_(True)
+
+    return model.model.embed_tokens.register_forward_hook(make_inputs_require_grads)
 
 
 class GPT2Block(nn.Module):

@@ -11,12 +11,18 @@ Three ways in, one trace and one scenario per rank:
 running DeepSpeed. ``python3 -m zfetch_record.from_model MODULE:FACTORY`` writes a scenario from a
 torch model without DeepSpeed. Lower-level pieces (``install``, ``open_trace``, ...) are what the
 corpus runner (run_scenario.py) uses. The DeepSpeed version and every private name the patches reach
-are checked before anything is patched (compat.py)."""
+are checked before anything is patched (compat.py). Without torch only the writer's modules import
+(``python3 -m zfetch_record.rewrite``: a scenario written again from a recording's observations)."""
 
-from .compat import IncompatibleDeepSpeed, check_deepspeed, missing_names
-from .install import install
-from .session import Recording, record, start_from_environment
-from .state import close_trace, emit, error_event, note, open_trace, residency_snapshot, set_policy
+try:
+    import torch  # noqa: F401
+except ImportError:
+    pass
+else:
+    from .compat import IncompatibleDeepSpeed, check_deepspeed, missing_names
+    from .install import install
+    from .session import Recording, record, start_from_environment
+    from .state import close_trace, emit, error_event, note, open_trace, residency_snapshot, set_policy
 
 
 def __getattr__(name):

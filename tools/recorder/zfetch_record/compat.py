@@ -27,7 +27,7 @@ _REQUIRED = (
      ("_post_step", "checkpoint_event_epilogue", "step")),
     ("deepspeed.runtime.engine.DeepSpeedEngine",
      ("forward", "backward", "step", "save_checkpoint", "load_checkpoint", "destroy",
-      "is_gradient_accumulation_boundary")),
+      "is_gradient_accumulation_boundary", "empty_partition_cache")),
     ("deepspeed.runtime.zero.partition_parameters", ("ZeroParamStatus",)),
     ("deepspeed.utils", ("z3_leaf_module",)),
 )

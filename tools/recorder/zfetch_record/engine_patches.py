@@ -125,6 +125,15 @@ def patch(ds):
     E.save_checkpoint = checkpoint_wrap(E.save_checkpoint, "checkpoint_save")
     E.load_checkpoint = checkpoint_wrap(E.load_checkpoint, "checkpoint_load")
 
+    orig_empty_partition_cache = E.empty_partition_cache
+
+    def empty_partition_cache(self, *a, **kw):
+        r = orig_empty_partition_cache(self, *a, **kw)
+        notify("partition_cache_emptied", self)
+        return r
+
+    E.empty_partition_cache = empty_partition_cache
+
     orig_destroy = E.destroy
 
     def destroy(self, *a, **kw):

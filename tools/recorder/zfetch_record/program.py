@@ -23,6 +23,21 @@ def _tensors(value):
             yield from _tensors(item)
 
 
+def _returned_param(tensor):
+    """The parameter a forward's output is: the Parameter itself, or the alias DeepSpeed's hooks put
+    in its place when a child returned it (``ds_param_alias``), else None."""
+    param = getattr(tensor, "ds_param_alias", tensor)
+    return param if isinstance(param, torch.nn.Parameter) else None
+
+
+def _counts_as_output(tensor, grad_enabled):
+    # Without grad (the first forward of a reentrant checkpoint region) no output requires grad:
+    # every floating-point one is an activation the backward will reach.
+    if _returned_param(tensor) is not None:
+        return False
+    return tensor.requires_grad if grad_enabled else tensor.is_floating_point()
+
+
 class _DataUse(TorchFunctionMode):
     """Marks a pending external read as a data read when the parameter is an input of a torch op in
     the reading forward itself (attribute reads such as ``.dtype`` or ``.shape`` are metadata)."""
@@ -74,8 +89,13 @@ class ProgramObserver:
         name = self.names.get(id(module))
         if name is None:
             return
-        if not self.frames and name == "":
-            self.input_requires_grad = any(t.requires_grad for t in _tensors(args))
+        # The activations require grad from the input on when the root's input does, or when a
+        # module's input is a leaf tensor made to require grad (transformers'
+        # enable_input_require_grads on a frozen embedding's output): the scenario's
+        # input_requires_grad.
+        if any(t.requires_grad and t.grad_fn is None and not isinstance(t, torch.nn.Parameter)
+               for t in _tensors(args)):
+            self.input_requires_grad = True
         if self.frames:
             parent = self.frames[-1]
             relative = self._relative(parent["module"], name)
@@ -91,14 +111,16 @@ class ProgramObserver:
             return
         frame = self.frames.pop()
         for tensor in _tensors(output):
-            if isinstance(tensor, torch.nn.Parameter) and id(tensor) in self.names:
-                relative = self._relative(name, self.names[id(tensor)])
-                frame["ops"].append({"returns": relative if relative is not None else "/" + self.names[id(tensor)]})
+            param = _returned_param(tensor)
+            if param is not None and id(param) in self.names:
+                relative = self._relative(name, self.names[id(param)])
+                frame["ops"].append({"returns": relative if relative is not None else "/" + self.names[id(param)]})
         for op in frame["ops"]:
             if "access" in op:
                 self.pending.pop(op.pop("_param"), None)
         self._leave_data_use(frame)
-        differentiable = sum(1 for t in _tensors(output) if t.requires_grad and not isinstance(t, torch.nn.Parameter))
+        grad_enabled = torch.is_grad_enabled()
+        differentiable = sum(1 for t in _tensors(output) if _counts_as_output(t, grad_enabled))
         if name not in self.programs:
             self.programs[name] = frame["ops"]
             self.outputs[name] = max(differentiable, 1)
@@ -189,3 +211,9 @@ def observe_checkpoints(observer):
                 o.checkpoint_exit(region)
 
     torch.utils.checkpoint.checkpoint = checkpoint
+
+
+def stop_observing_checkpoints(observer):
+    """The recording of ``observer`` ended: its regions are no longer observed."""
+    if observer in _checkpoint_observers:
+        _checkpoint_observers.remove(observer)

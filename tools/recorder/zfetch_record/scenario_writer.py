@@ -3,13 +3,15 @@ registration order with each parameter's shape, dtype, requires_grad and ties; e
 program (program.py); the ds_config; the schedule as run. Repeated layers become a template with a
 count, and a loop over a ModuleList a ``call_each``."""
 
+import copy
 import json
-
-import torch
+import types
 
 from . import yaml_text
 
-_DTYPES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16"}
+# By the dtype's name, so that writing a scenario again from observations needs no torch.
+_DTYPES = {"torch.float32": "fp32", "torch.bfloat16": "bf16", "torch.float16": "fp16"}
+OBSERVATIONS_FORMAT = "zfetch-record-observations"
 
 # zero_optimization fields zfetch reads, by DeepSpeed's pydantic field name.
 _ZERO_FIELDS = ("stage", "prefetch_bucket_size", "param_persistence_threshold", "model_persistence_threshold",
@@ -35,7 +37,7 @@ def _param_spec(param, qualified, names, is_leaf_below):
     first = names.get(id(param))
     if first is not None and first != qualified:
         return {"tied_to": first}
-    dtype = _DTYPES.get(param.dtype, "fp32")
+    dtype = _DTYPES.get(str(param.dtype), "fp32")
     if dtype != "fp32":
         spec["dtype"] = dtype
     if not param.requires_grad:
@@ -238,6 +240,9 @@ class Schedule:
     def load(self, tag):
         self.items.append({"load_checkpoint": str(tag)})
 
+    def empty_partition_cache(self):
+        self.items.append("empty_partition_cache")
+
     def restart(self, reuse_model):
         self.items.append({"restart": {"reuse_model": True}} if reuse_model else "restart")
 
@@ -259,3 +264,18 @@ def scenario_text(name, source, world_size, tree, templates, config, schedule, i
     if notes:
         header += "\n" + "\n".join(notes)
     return yaml_text.dump(document, header)
+
+
+def scenario_from_observations(observed):
+    """The scenario's YAML from a recording's observations (session.Recording.observations, or its
+    scenario.rankR.observed.json)."""
+    if observed.get("format") != OBSERVATIONS_FORMAT or observed.get("version") != 1:
+        raise ValueError(f"not {OBSERVATIONS_FORMAT} version 1")
+    observed = copy.deepcopy(observed)
+    observer = types.SimpleNamespace(programs=observed["programs"], outputs=observed["outputs"])
+    tree = finish_tree(observed["tree"], observer)
+    templates = compress(tree, observer)
+    notes = [f"Module forwards that differed between passes (the first is written): "
+             f"{', '.join(observed['changed'])}"] if observed["changed"] else []
+    return scenario_text(observed["name"], observed["source"], observed["world_size"], tree, templates,
+                         observed["config"], observed["schedule"], observed["input_requires_grad"], notes)

@@ -6,9 +6,13 @@
 
 writes ``DIR/trace.rankR.jsonl`` (zfetch's trace format), ``DIR/trace.rankR.notes.jsonl`` (the
 recorder's side notes) and, when the session ends, ``DIR/scenario.rankR.yaml``: the model, its forward
-programs, the resolved ds_config and the schedule as run, for ``zfetch run``."""
+programs, the resolved ds_config and the schedule as run, for ``zfetch run``. Beside it,
+``DIR/scenario.rankR.observed.json`` holds what the scenario was written from, as plain data: a newer
+writer writes the scenario again from it (``python3 -m zfetch_record.rewrite``) without rerunning the
+model."""
 
 import atexit
+import json
 import os
 import re
 import sys
@@ -81,14 +85,20 @@ class Recording:
         self.started = False
         for handle in self.hooks:
             handle.remove()
+        if self.observer is not None:
+            program.stop_observing_checkpoints(self.observer)
         if self in R.listeners:
             R.listeners.remove(self)
         close_trace()
         self._flush_partial_step()
         if self.write_scenario and self.tree is not None and self.rank is not None:
-            path = os.path.join(self.out_dir, f"scenario.rank{self.rank}.yaml")
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(self.scenario_text())
+            # Written from the JSON as saved, so that a rewrite from the file writes the same scenario.
+            observed = json.dumps(self.observations(), indent=1) + "\n"
+            base = os.path.join(self.out_dir, f"scenario.rank{self.rank}")
+            with open(base + ".observed.json", "w", encoding="utf-8") as f:
+                f.write(observed)
+            with open(base + ".yaml", "w", encoding="utf-8") as f:
+                f.write(scenario_writer.scenario_from_observations(json.loads(observed)))
 
     def __enter__(self):
         return self.start()
@@ -150,21 +160,26 @@ class Recording:
         tag = tag if tag is not None else (self.saved_tags[-1] if self.saved_tags else "latest")
         self.schedule.load(tag)
 
+    def partition_cache_emptied(self, engine):
+        self._flush_partial_step()
+        self.schedule.empty_partition_cache()
+
     def external_access(self, top, param):
         if self.observer is not None:
             self.observer.external_access(top, param)
 
     # --- the scenario ---------------------------------------------------------------------------
 
-    def scenario_text(self):
-        tree = scenario_writer.finish_tree(self.tree, self.observer)
-        templates = scenario_writer.compress(tree, self.observer)
-        notes = [f"Module forwards that differed between passes (the first is written): "
-                 f"{', '.join(sorted(self.observer.changed))}"] if self.observer.changed else []
-        return scenario_writer.scenario_text(
-            self.name, f"recorded by zfetch_record from {self.name} (DeepSpeed {self.version}, rank "
-            f"{self.rank})", self.world_size, tree, templates, self.config, self.schedule.as_list(),
-            self.observer.input_requires_grad, notes)
+    def observations(self):
+        """What the scenario is written from, as plain data (scenario_writer.scenario_from_observations)."""
+        observer = self.observer
+        return {
+            "format": scenario_writer.OBSERVATIONS_FORMAT, "version": 1, "name": self.name,
+            "source": f"recorded by zfetch_record from {self.name} (DeepSpeed {self.version}, rank {self.rank})",
+            "world_size": self.world_size, "tree": self.tree, "programs": observer.programs,
+            "outputs": observer.outputs, "changed": sorted(observer.changed),
+            "input_requires_grad": observer.input_requires_grad, "config": self.config,
+            "schedule": self.schedule.as_list()}
 
 
 def record(out_dir, residency_independent=False, **options):
