@@ -372,7 +372,10 @@ ReplayCosts measure_replay_costs(std::uint32_t world) {
     // Params of a multiple of 8 * W elements (every rank's slice 16-byte aligned, as transformer
     // shapes are; odd sizes take the kernel's 4-byte path, at half the bandwidth here).
     const std::uint64_t unit = 8ULL * world;
-    for (std::uint64_t bytes = 4096; bytes <= (1ULL << 30); bytes *= 2) {
+    // From the smallest such bucket (256 B, 512 B at W = 8): the tiny scenarios' gathers move a
+    // few hundred bytes, and a curve that starts above them would be extended below its range.
+    for (std::uint64_t bytes = std::max<std::uint64_t>(256, 8 * unit); bytes <= (1ULL << 30);
+         bytes *= 2) {
       BucketSet set(world, setup);  // one size at a time: at most ~2 GiB on the GPU
       // A replay's gathers each move other buffers, so they start with a cold L2: the round
       // trips cycle through enough buckets of this size to hold 4x L2 (as bench rotates sets).

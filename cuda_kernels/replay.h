@@ -14,8 +14,8 @@ namespace zfetch::gpu {
 /// is the calibration `zfetch-gpu bench --replay-world W` writes, measured apart from any schedule.
 struct ReplayCosts {
   /// W * shard bytes of each timed bucket (what the timeline costs): 4 bf16 params of a multiple
-  /// of 8 * W elements, 4 KiB to 1 GiB in x2 steps, round trips cycling over enough buckets of
-  /// a size to hold 4x L2 (a replay's gathers find their buffers cold).
+  /// of 8 * W elements, 256 B (512 B at W = 8) to 1 GiB in x2 steps, round trips cycling over
+  /// enough buckets of a size to hold 4x L2 (a replay's gathers find their buffers cold).
   std::vector<double> gather_bytes;
   std::vector<double> gather_ns;  ///< per dependent round trip compute -> gather -> compute
   double gather_alpha_ns = 0;     ///< line fit of the points (reported beside the curve)

@@ -47,6 +47,7 @@ ngpu=$(nvidia-smi -L | wc -l)
 # every bucket size bench times (4 KiB .. 1 GiB); one process per GPU; the per-allocation mode
 # under memcheck; then each planted bug, which verify must report (exit 1), and the planted overrun
 # under memcheck in the per-allocation mode, which memcheck must report (exit 9).
+if [ "${REPLAY_ONLY:-0}" != 1 ]; then
 step verify 300 0 "$gpu" verify --buckets 10000 --nccl-buckets 300
 step verify_bench_sizes 300 0 "$gpu" verify --bench-sizes
 step verify_multiprocess 120 0 "$gpu" launch -n "$ngpu" -- verify --nccl-buckets 200
@@ -57,11 +58,13 @@ for bug in overrun padding race; do
 done
 step memcheck_planted_overrun 200 9 compute-sanitizer --tool memcheck --error-exitcode 9 \
   "$gpu" verify --buckets 20 --threads 1 --no-nccl --per-allocation --plant overrun
+fi
 
 # Timings: bench (kernel vs cudaMemcpyAsync, NCCL, the small-params baselines) and the PyTorch
 # baselines on the same buckets.
 step bench 400 0 "$gpu" bench --out "$results/calibration.json"
-step torch_baselines 300 0 python3 "$root/tools/gpu/torch_baselines.py" --out "$results/torch_baselines.json"
+[ "${REPLAY_ONLY:-0}" = 1 ] ||
+  step torch_baselines 300 0 python3 "$root/tools/gpu/torch_baselines.py" --out "$results/torch_baselines.json"
 
 # The replay set: name=scenario. Each is predicted by the simulator with a replay calibration
 # measured here by a separate bench run (never on the schedule), then replayed.
