@@ -75,10 +75,15 @@ void Process::note_hazard(ModuleIndex m, ParamIndex p, Status status) {
   if (std::find(ext.begin(), ext.end(), p) != ext.end()) {
     return;  // discovered earlier (while NOT_AVAILABLE): the trace has the dependency
   }
-  if (modules_.leaf[m] != 0) {
-    const std::vector<ParamIndex>& subtree = modules_.recursive_params[m];
-    if (std::find(subtree.begin(), subtree.end(), p) != subtree.end()) {
-      return;  // a z3 leaf fetches its whole subtree itself: never NOT_AVAILABLE here
+  // A module still in its forward whose own fetch list has the param (its own params; a z3
+  // leaf's whole subtree) fetched it in its pre-hook and holds it until its post-hook: the
+  // residency comes from that fetch, not from timing or persistence.
+  for (ModuleIndex open : fwd_stack_) {
+    if (open != kForeign) {
+      const std::vector<ParamIndex>& fetched = modules_.own_params[open];
+      if (std::find(fetched.begin(), fetched.end(), p) != fetched.end()) {
+        return;
+      }
     }
   }
   for (const Hazard& h : hazards_) {

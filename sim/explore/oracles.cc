@@ -58,19 +58,13 @@ FailureClass class_of(OutcomeKind kind) {
   return FailureClass::Error;
 }
 
-// The external accesses of one run: a getter read, in an eager forward, of a param that the
-// reading module does not own. `resident` counts those that found the param AVAILABLE or
-// INFLIGHT (oracle 3's premise). `undiscovered` is the first resident one that was never
-// registered as an external of the reader while no module in its forward had the param in its
-// own fetch list: its residency came from timing or persistence, not from a fetch that holds it
-// (oracle 6). A param an ancestor fetched stays available until that ancestor's post-hook.
-class ExternalAccessScan final : public trace::EventSink {
+// The external accesses of one run that found their param AVAILABLE or INFLIGHT: a getter read
+// of a param that the reading module does not own (oracle 3's premise: the only accesses the
+// two policies treat differently).
+class ResidentAccessCount final : public trace::EventSink {
  public:
-  explicit ExternalAccessScan(const model::Scenario& scenario)
-      : scenario_(scenario),
-        fetch_lists_(own_fetch_lists(scenario)),
-        open_(scenario.modules.size(), 0),
-        tied_(scenario.params.size(), 0) {
+  explicit ResidentAccessCount(const model::Scenario& scenario)
+      : scenario_(scenario), tied_(scenario.params.size(), 0) {
     for (const model::ParamSpec& p : scenario.params) {
       if (p.tied_to != model::kNone) {
         tied_[model::canonical(scenario, p.tied_to)] = 1;
@@ -79,31 +73,8 @@ class ExternalAccessScan final : public trace::EventSink {
   }
 
   void on_event(const trace::Event& e) override {
-    const bool forward = e.phase == trace::Phase::Fwd || e.phase == trace::Phase::Eval;
-    switch (e.kind) {
-    case EventKind::RegisterExternal:
-      registered_.emplace_back(e.module_index, e.param_index);
-      return;
-    case EventKind::PassStart:
-    case EventKind::EngineInit:
-      std::fill(open_.begin(), open_.end(), 0);
-      return;
-    case EventKind::ModulePre:
-      if (forward && e.module_index < open_.size()) {
-        ++open_[e.module_index];
-      }
-      return;
-    case EventKind::ModulePost:
-      if (forward && e.module_index < open_.size() && open_[e.module_index] > 0) {
-        --open_[e.module_index];
-      }
-      return;
-    case EventKind::Access:
-      break;
-    default:
-      return;
-    }
-    if (e.module_index == trace::Event::kNoIndex || e.param_index == trace::Event::kNoIndex) {
+    if (e.kind != EventKind::Access || e.module_index == trace::Event::kNoIndex ||
+        e.param_index == trace::Event::kNoIndex) {
       return;
     }
     if (e.status != Status::Available && e.status != Status::Inflight) {
@@ -111,69 +82,40 @@ class ExternalAccessScan final : public trace::EventSink {
     }
     // The getter judges by the name it was read through, which the event does not keep (it
     // names the tied group's canonical param): any read of a tied param may count as external.
-    const bool tied = tied_[e.param_index] != 0;
-    if (scenario_.params[e.param_index].owner == e.module_index && !tied) {
+    if (scenario_.params[e.param_index].owner == e.module_index && tied_[e.param_index] == 0) {
       return;
     }
     ++resident_;
-    if (scenario_.params[e.param_index].owner == e.module_index) {
-      return;
-    }
-    if (!forward) {
-      return;  // a recompute is no eager forward: neither policy discovers there (2.12)
-    }
-    for (model::ModuleIndex m = 0; m < open_.size(); ++m) {
-      const auto& list = fetch_lists_[m];
-      if (open_[m] > 0 && std::find(list.begin(), list.end(), e.param_index) != list.end()) {
-        return;  // held by a module that is still in its forward
-      }
-    }
-    pending_.push_back({e.module_index, e.param_index, e.status, e.engine, e.micro_step});
   }
 
   [[nodiscard]] uint64_t resident() const { return resident_; }
 
-  /// The first resident access whose (module, param) pair was never registered in the run.
-  [[nodiscard]] std::string undiscovered() const {
-    for (const Pending& a : pending_) {
-      bool found = false;
-      for (const auto& [m, p] : registered_) {
-        found = found || (m == a.module && p == a.param);
-      }
-      if (!found) {
-        return fmt::format(
-            "'{}' read {} while it was {} (engine {}, micro-step {}) and was never "
-            "registered as its external parameter",
-            scenario_.modules[a.module].qualified_name, scenario_.params[a.param].qualified_name,
-            a.status == Status::Available ? "AVAILABLE" : "INFLIGHT", a.engine, a.micro_step);
-      }
-    }
-    return {};
-  }
-
  private:
-  struct Pending {
-    uint32_t module;
-    uint32_t param;
-    Status status;
-    int32_t engine;
-    int32_t micro_step;
-  };
   const model::Scenario& scenario_;
-  std::vector<std::vector<model::ParamIndex>> fetch_lists_;
-  std::vector<int32_t> open_;
   std::vector<uint8_t> tied_;  ///< per canonical param: it has aliases
   uint64_t resident_ = 0;
-  std::vector<Pending> pending_;
-  std::vector<std::pair<uint32_t, uint32_t>> registered_;
 };
+
+// Oracle 6's finding: the engine's first latent hazard (Outcome::hazards, the one definition of
+// an undiscovered external access), in words.
+std::string first_hazard(const model::Scenario& scenario, const Outcome& outcome) {
+  if (outcome.hazards.empty()) {
+    return {};
+  }
+  const Hazard& h = outcome.hazards.front();
+  return fmt::format(
+      "'{}' read {} while it was {} (engine {}, micro-step {}) and was never registered as its "
+      "external parameter",
+      scenario.modules[h.module].qualified_name, scenario.params[h.param].qualified_name,
+      h.status == Status::Available ? "AVAILABLE" : "INFLIGHT", h.engine, h.micro_step);
+}
 
 struct ObservedRun {
   PolicyRun run;
   std::string invariant;     ///< oracle 4's finding, "" if none
   std::string crash;         ///< the exception a simulation threw, "" if none
   uint64_t resident = 0;     ///< resident external accesses (oracle 3)
-  std::string undiscovered;  ///< oracle 6's finding
+  std::string undiscovered;  ///< oracle 6's finding: the first latent hazard, "" if none
 };
 
 Options options_for(Discovery discovery) {
@@ -186,13 +128,14 @@ ObservedRun observe(const model::Scenario& scenario, Discovery discovery) {
   ObservedRun observed;
   EventDigest digest;
   InvariantChecker invariants(scenario);
-  ExternalAccessScan scan(scenario);
+  ResidentAccessCount scan(scenario);
   TeeSink checks(invariants, scan);
   TeeSink all(digest, checks);
   try {
     const Outcome outcome = simulate(scenario, options_for(discovery), all);
     observed.run.outcome = outcome.kind;
     observed.run.failure_class = class_of(outcome.kind);
+    observed.undiscovered = first_hazard(scenario, outcome);
     if (outcome.failure) {
       const Failure& f = *outcome.failure;
       observed.run.message = f.message;
@@ -209,7 +152,6 @@ ObservedRun observe(const model::Scenario& scenario, Discovery discovery) {
   observed.run.events = digest.events();
   observed.invariant = invariants.violation();
   observed.resident = scan.resident();
-  observed.undiscovered = scan.undiscovered();
   return observed;
 }
 
@@ -437,8 +379,9 @@ Verdict check_scenario(const model::Scenario& scenario, const OracleOptions& opt
       add(Oracle::RoundTrip, p, problem);
     }
   }
-  // Oracle 6: the run passed, but an external access went undiscovered because its param was
-  // resident: a different residency (timing, persistence) would fail it.
+  // Oracle 6: the run passed, but the engine recorded a latent hazard (Outcome::hazards: an
+  // external access in an eager forward left undiscovered because its param was resident by
+  // timing or persistence), and a config change that moves residency makes the run fail.
   PolicyRun& run = verdict.runs[static_cast<size_t>(p)];
   if ((run.outcome == OutcomeKind::Pass || run.outcome == OutcomeKind::TraceInvalidated) &&
       !tested.undiscovered.empty()) {
