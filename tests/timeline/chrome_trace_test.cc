@@ -182,6 +182,26 @@ TEST_SUITE("timeline") {
     }
   }
 
+  TEST_CASE(
+      "chrome_trace: a spill directory that cannot hold files is an error, not a short trace") {
+    TwoModules two;
+    const testing::ScenarioBuilder& b = two.b;
+    ChromeTraceWriter writer(b.s, "/nonexistent-directory");
+    Timeline tl(b.s, two.cost, two.out, {.recorder = &writer});
+    for (int32_t step = 0; step < 3'000; ++step) {
+      for (const Ev& e : two.step_events(step)) {
+        tl.on_event(e);
+      }
+    }
+    tl.finish();
+    std::FILE* file = std::tmpfile();
+    REQUIRE(file != nullptr);
+    CHECK_FALSE(writer.write(file));
+    std::fclose(file);
+    CHECK(writer.error().starts_with(
+        "cannot create a temporary file in /nonexistent-directory: No such file or directory"));
+  }
+
   TEST_CASE("chrome_trace: an empty recording is still a valid document") {
     testing::ScenarioBuilder b(1);
     const std::string text = chrome_trace_json(Recording{}, b.s);
