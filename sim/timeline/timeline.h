@@ -70,7 +70,7 @@ struct TimelineSummary {
   int64_t peak_live_bytes = 0;  ///< max over ranks and steps
 };
 
-/// What the Chrome trace shows (TimelineOptions::record).
+/// What the Chrome trace shows: what a RecordingSink receives.
 struct Slice {
   enum class Kind : uint8_t {
     Compute,
