@@ -11,7 +11,7 @@
 
 namespace zfetch::sim {
 
-/// The first format version of the GlobalMetadata message that Chakra's readers accept.
+/// GlobalMetadata.version: the value Chakra's own trace generators write.
 inline constexpr const char* kChakraSchemaVersion = "0.0.4";
 
 /// One rank's execution trace: a GlobalMetadata message, then one Node per slice of
