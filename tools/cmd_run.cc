@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -268,9 +269,15 @@ int run(const RunOptions& options) {
 #ifdef ZFETCH_HAVE_CHAKRA
   if (!chakra_outs.empty()) {
     const std::vector<int32_t> schedule_of = sim::simulated_rank_of_each_rank(*scenario);
+    std::map<int32_t, std::string> nodes;  // per simulated rank: every file running it shares them
     for (size_t r = 0; r < chakra_outs.size(); ++r) {
-      write_text(*chakra_outs[r], sim::chakra_trace(timeline.recording(), *scenario, schedule_of[r],
-                                                    static_cast<int32_t>(r)));
+      auto [at, fresh] = nodes.try_emplace(schedule_of[r]);
+      if (fresh) {
+        at->second = sim::chakra_nodes(timeline.recording(), *scenario, schedule_of[r]);
+      }
+      write_text(*chakra_outs[r],
+                 sim::chakra_metadata(*scenario, schedule_of[r], static_cast<int32_t>(r)));
+      write_text(*chakra_outs[r], at->second);
     }
   }
 #endif

@@ -207,9 +207,8 @@ class RankGraph {
 
 }  // namespace
 
-std::string chakra_trace(const Recording& recording, const model::Scenario& scenario,
-                         int32_t simulated_rank, int32_t world_rank) {
-  std::string out;
+std::string chakra_metadata(const model::Scenario& scenario, int32_t simulated_rank,
+                            int32_t world_rank) {
   et::GlobalMetadata metadata;
   metadata.set_version(kChakraSchemaVersion);
   add_attr(metadata, "producer").set_string_val("zfetch");
@@ -217,7 +216,14 @@ std::string chakra_trace(const Recording& recording, const model::Scenario& scen
   add_attr(metadata, "world_size").set_int64_val(scenario.world_size);
   add_attr(metadata, "rank").set_int64_val(world_rank);
   add_attr(metadata, "simulated_rank").set_int64_val(simulated_rank);
+  std::string out;
   append_delimited(metadata, out);
+  return out;
+}
+
+std::string chakra_nodes(const Recording& recording, const model::Scenario& scenario,
+                         int32_t simulated_rank) {
+  std::string out;
   RankGraph graph(recording, scenario, simulated_rank);
   et::Node node;
   for (uint32_t i = 0; i < recording.slices.size(); ++i) {
@@ -229,6 +235,12 @@ std::string chakra_trace(const Recording& recording, const model::Scenario& scen
     append_delimited(node, out);
   }
   return out;
+}
+
+std::string chakra_trace(const Recording& recording, const model::Scenario& scenario,
+                         int32_t simulated_rank, int32_t world_rank) {
+  return chakra_metadata(scenario, simulated_rank, world_rank) +
+         chakra_nodes(recording, scenario, simulated_rank);
 }
 
 }  // namespace zfetch::sim

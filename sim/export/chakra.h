@@ -27,7 +27,18 @@ inline constexpr const char* kChakraSchemaVersion = "0.0.4";
 ///   - COMM_COLL_NODE per reduce-scatter (REDUCE_SCATTER): data dep on the backward compute
 ///     before it, ctrl dep on the previous reduce-scatter.
 /// `world_rank` is the rank the file is for (the metadata names both). Byte-deterministic.
+/// Equal to chakra_metadata(scenario, simulated_rank, world_rank) followed by
+/// chakra_nodes(recording, scenario, simulated_rank).
 std::string chakra_trace(const Recording& recording, const model::Scenario& scenario,
                          int32_t simulated_rank, int32_t world_rank);
+
+/// The framed GlobalMetadata message that starts `world_rank`'s file.
+std::string chakra_metadata(const model::Scenario& scenario, int32_t simulated_rank,
+                            int32_t world_rank);
+
+/// The framed Node messages of `simulated_rank`: the same for every world rank that runs its
+/// schedule, so a writer of many files builds them once.
+std::string chakra_nodes(const Recording& recording, const model::Scenario& scenario,
+                         int32_t simulated_rank);
 
 }  // namespace zfetch::sim
