@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "base/enum_names.h"
+
 namespace zfetch::diag {
 
 namespace {
@@ -17,17 +19,7 @@ std::string location(const std::string& file, SourceLoc loc) {
   return fmt::format("{}:{}:{}", file, loc.line, loc.col);
 }
 
-std::string_view severity_name(Severity severity) {
-  switch (severity) {
-  case Severity::Error:
-    return "error";
-  case Severity::Warning:
-    return "warning";
-  case Severity::Note:
-    return "note";
-  }
-  return "error";
-}
+constexpr base::EnumNames<Severity::Note> kSeverityNames("error", "warning", "note");
 
 // The quoted line and a caret under column `col`. Tabs before the caret are copied so the
 // caret lines up in a terminal whatever its tab width.
@@ -52,7 +44,7 @@ void quote(std::string& out, const std::string& line, SourceLoc loc, uint32_t le
 
 std::string render(const Diagnostic& diagnostic) {
   std::string out = fmt::format("{}: {}: {}\n", location(diagnostic.file, diagnostic.loc),
-                                severity_name(diagnostic.severity), diagnostic.message);
+                                kSeverityNames[diagnostic.severity], diagnostic.message);
   quote(out, diagnostic.source_line, diagnostic.loc, diagnostic.length);
   for (const Note& note : diagnostic.notes) {
     const std::string& file = note.file.empty() ? diagnostic.file : note.file;

@@ -103,13 +103,10 @@ std::optional<std::string> set_config_value(Scenario& scenario, std::string_view
       continue;
     }
     if (field.target == nullptr) {
-      static constexpr std::array<std::string_view, 3> kDevices = {"none", "cpu", "nvme"};
-      for (size_t i = 0; i < kDevices.size(); ++i) {
-        if (value == kDevices[i]) {
-          scenario.config.zero.offload_param.device = static_cast<OffloadDevice>(i);
-          scenario.config.zero.offload_param_set = i != 0;
-          return std::nullopt;
-        }
+      if (auto device = kOffloadDeviceNames.find(value)) {
+        scenario.config.zero.offload_param.device = *device;
+        scenario.config.zero.offload_param_set = *device != OffloadDevice::None;
+        return std::nullopt;
       }
       return fmt::format("invalid value '{}' for '{}'; valid values are: none, cpu, nvme", value,
                          key);

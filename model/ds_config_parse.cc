@@ -165,7 +165,6 @@ constexpr std::array kIgnoredZeroKeys = {
 
 constexpr std::array kOffloadParamKeys = {"device"sv,      "nvme_path"sv,  "buffer_count"sv,
                                           "buffer_size"sv, "max_in_cpu"sv, "pin_memory"sv};
-constexpr std::array kOffloadDevices = {"none"sv, "cpu"sv, "nvme"sv};
 constexpr std::array kLeafModuleKeys = {"classes"sv, "names"sv, "name_suffixes"sv};
 
 // Where an error about a whole block points: its key, or the block itself when it has none
@@ -275,10 +274,8 @@ void read_offload_param(YamlReader& reader, const Field& block, OffloadParamConf
     const std::string& key = entry.first.Scalar();
     const Field field{entry.second, key, entry.first};
     if (key == "device") {
-      if (auto device = reader.read_choice(field, "offload device", kOffloadDevices)) {
-        offload.device = *device == "cpu"    ? OffloadDevice::Cpu
-                         : *device == "nvme" ? OffloadDevice::Nvme
-                                             : OffloadDevice::None;
+      if (auto device = reader.read_choice(field, "offload device", kOffloadDeviceNames.names())) {
+        offload.device = *kOffloadDeviceNames.find(*device);
       }
     } else if (key == "nvme_path") {
       // DeepSpeed's default is None; an explicit null keeps it.

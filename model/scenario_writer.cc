@@ -60,18 +60,6 @@ std::string string_list(const std::vector<std::string>& values) {
   return fmt::format("[{}]", fmt::join(quoted, ", "));
 }
 
-std::string_view offload_name(OffloadDevice device) {
-  switch (device) {
-  case OffloadDevice::None:
-    return "none";
-  case OffloadDevice::Cpu:
-    return "cpu";
-  case OffloadDevice::Nvme:
-    return "nvme";
-  }
-  return "none";
-}
-
 class Writer {
  public:
   explicit Writer(const Scenario& scenario) : s_(scenario) {}
@@ -150,7 +138,7 @@ class Writer {
     if (c.zero.offload_param_set) {
       const OffloadParamConfig& o = c.zero.offload_param;
       const OffloadParamConfig d;
-      std::string text = fmt::format("offload_param: {{device: {}", offload_name(o.device));
+      std::string text = fmt::format("offload_param: {{device: {}", kOffloadDeviceNames[o.device]);
       if (o.nvme_path != d.nvme_path) {
         text += fmt::format(", nvme_path: {}", scalar(o.nvme_path));
       }

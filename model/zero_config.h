@@ -5,9 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "base/enum_names.h"
+
 namespace zfetch::model {
 
 enum class OffloadDevice : uint8_t { None, Cpu, Nvme };
+/// offload_param.device's values as ds_config spells them.
+inline constexpr base::EnumNames<OffloadDevice::Nvme> kOffloadDeviceNames("none", "cpu", "nvme");
 
 struct OffloadParamConfig {
   OffloadDevice device = OffloadDevice::None;

@@ -6,17 +6,6 @@
 namespace zfetch::sim {
 namespace {
 
-std::string_view status_name(Status status) {
-  switch (status) {
-  case Status::Available:
-    return "AVAILABLE";
-  case Status::Inflight:
-    return "INFLIGHT";
-  default:
-    return "NOT_AVAILABLE";
-  }
-}
-
 // Python's repr of a tuple of ints: (), (8,), (2, 8).
 std::string python_shape(std::span<const int64_t> dims) {
   if (dims.size() == 1) {
@@ -55,7 +44,7 @@ std::string ds_summary(const model::Scenario& scenario, const ParamState& params
       "{{'id': {}, 'status': '{}', 'numel': {}, 'ds_numel': {}, 'shape': {}, 'ds_shape': {}, "
       "'requires_grad': {}, 'grad_shape': None, 'persist': {}, 'active_sub_modules': {}, "
       "'ds_tensor.shape': torch.Size([{}])}}",
-      id, status_name(params.status[p]), resident ? params.numel[p] : 0, params.numel[p],
+      id, kDsStatusNames[params.status[p]], resident ? params.numel[p] : 0, params.numel[p],
       python_shape(shape), python_shape(ds_shape), params.frozen[p] ? "False" : "True",
       params.persist[p] ? "True" : "False", python_int_set(params.consumers[p]),
       params.partition_numel[p]);

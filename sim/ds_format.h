@@ -6,10 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "base/enum_names.h"
 #include "model/scenario.h"
 #include "sim/state.h"
 
 namespace zfetch::sim {
+
+/// ZeroParamStatus's member names, as ds_summary() and the explanations print a status. A param
+/// always has one of the three; Status::None (an event without a status) reads "unknown".
+inline constexpr base::EnumNames<Status::Inflight> kDsStatusNames("unknown", "AVAILABLE",
+                                                                  "NOT_AVAILABLE", "INFLIGHT");
 
 /// `param.ds_summary(use_debug_name)` exactly as semantics 1.2 describes it.
 std::string ds_summary(const model::Scenario& scenario, const ParamState& params, ParamIndex p,

@@ -3,38 +3,19 @@
 
 #include <fmt/format.h>
 
+#include "base/enum_names.h"
 #include "sim/coordinator.h"
+#include "sim/ds_format.h"
 
 namespace zfetch::sim {
 namespace {
 
-std::string_view status_word(Status status) {
-  switch (status) {
-  case Status::Available:
-    return "AVAILABLE";
-  case Status::Inflight:
-    return "INFLIGHT";
-  case Status::NotAvailable:
-    return "NOT_AVAILABLE";
-  default:
-    return "unknown";
-  }
-}
-
-std::string_view phase_word(trace::Phase phase) {
-  switch (phase) {
-  case trace::Phase::Fwd:
-    return "forward";
-  case trace::Phase::Bwd:
-    return "backward";
-  case trace::Phase::Recompute:
-    return "activation-checkpoint recompute";
-  case trace::Phase::Eval:
-    return "eval forward";
-  default:
-    return "schedule";
-  }
-}
+// What an explanation calls the pass a phase belongs to; the phases outside a pass read as
+// the schedule.
+constexpr base::EnumNames<trace::Phase::Checkpoint> kPhaseWords("schedule", "forward", "backward",
+                                                                "activation-checkpoint recompute",
+                                                                "eval forward", "schedule",
+                                                                "schedule");
 
 std::string module_name(const model::Scenario& scenario, ModuleIndex m) {
   const std::string& q = scenario.modules[m].qualified_name;
@@ -51,7 +32,7 @@ std::string explain_mismatch(const model::Scenario& scenario, const ParamState& 
   out += fmt::format(
       "In the {} of '{}' (module id {}) at trace step {}, engine {}, micro-step {}, "
       "the fetch queue did not hold what the module fetches.\n",
-      phase_word(now.phase), where, modules.ds_id[facts.module], facts.step_id, now.engine,
+      kPhaseWords[now.phase], where, modules.ds_id[facts.module], facts.step_id, now.engine,
       now.micro_step);
   for (ParamIndex p : facts.need) {
     const std::string& name = scenario.params[p].qualified_name;
@@ -65,8 +46,8 @@ std::string explain_mismatch(const model::Scenario& scenario, const ParamState& 
       out += fmt::format(
           "- {} was registered as an external parameter of '{}' by an access in its {} at "
           "engine {}, micro-step {}, when the trace was already complete; it was {} then",
-          name, where, phase_word(reg->when.phase), reg->when.engine, reg->when.micro_step,
-          status_word(reg->status_at_access));
+          name, where, kPhaseWords[reg->when.phase], reg->when.engine, reg->when.micro_step,
+          kDsStatusNames[reg->status_at_access]);
       out += reg->status_at_access == Status::NotAvailable
                  ? ", so the getter gathered it and registered the dependency.\n"
                  : ".\n";
@@ -81,7 +62,7 @@ std::string explain_mismatch(const model::Scenario& scenario, const ParamState& 
             "- The trace was recorded in micro-step {}, when the same access found {} {}{}; "
             "the {} policy discovers only NOT_AVAILABLE parameters, so the recorded trace has "
             "no entry for it at '{}'.\n",
-            seen->when.micro_step, name, status_word(seen->status),
+            seen->when.micro_step, name, kDsStatusNames[seen->status],
             params.persist[p] ? " (persistent, so resident)" : "", format_as(discovery), where);
       } else {
         out += fmt::format(

@@ -7,6 +7,7 @@
 #include <array>
 #include <set>
 
+#include "base/enum_names.h"
 #include "sim/ds_format.h"
 #include "sim/failure.h"
 #include "sim/process.h"
@@ -55,21 +56,12 @@ bool is_agreement(CollectiveKind kind) {
          kind == CollectiveKind::AgreeSteps;
 }
 
-std::string_view collective_name(CollectiveKind kind) {
-  switch (kind) {
-  case CollectiveKind::AgreeModules:
-  case CollectiveKind::AgreeParams:
-  case CollectiveKind::AgreeSteps:
-    return "a trace agreement check (broadcast)";
-  case CollectiveKind::Gather:
-    return "a coordinator all-gather";
-  case CollectiveKind::GetterGather:
-    return "a getter all-gather";
-  case CollectiveKind::PersistentGather:
-    return "a persistent-parameter all-gather";
-  }
-  return "a collective";
-}
+// What a divergence message calls a collective; the three agreements are one broadcast to a
+// reader of the message.
+constexpr base::EnumNames<CollectiveKind::PersistentGather> kCollectiveNames(
+    "a trace agreement check (broadcast)", "a trace agreement check (broadcast)",
+    "a trace agreement check (broadcast)", "a coordinator all-gather", "a getter all-gather",
+    "a persistent-parameter all-gather");
 
 struct RankRun {
   int32_t rank;
@@ -152,9 +144,9 @@ Outcome compare_ranks(std::vector<RankRun>& runs) {
   } else {
     outcome.kind = OutcomeKind::Hang;
     const std::string_view mine =
-        first < ref.collectives.size() ? collective_name(ref.collectives[first].kind) : "nothing";
+        first < ref.collectives.size() ? kCollectiveNames[ref.collectives[first].kind] : "nothing";
     const std::string_view theirs = first < diverging->collectives.size()
-                                        ? collective_name(diverging->collectives[first].kind)
+                                        ? kCollectiveNames[diverging->collectives[first].kind]
                                         : "nothing";
     failure.message = fmt::format(
         "ranks diverge at collective #{}: rank 0 issues {}, rank {} issues {} (DeepSpeed hangs "

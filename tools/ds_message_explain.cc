@@ -9,6 +9,8 @@
 #include <map>
 #include <set>
 
+#include "base/enum_names.h"
+
 namespace zfetch::tools {
 
 namespace {
@@ -280,23 +282,12 @@ void explain_partitioned_used(std::string& out, const DsMessage& message) {
          "(zfetch_record.record(residency_independent=True)).");
 }
 
-const char* kind_title(DsMessage::Kind kind) {
-  switch (kind) {
-  case DsMessage::Kind::TracingError:
-    return "fetch-queue mismatch (RuntimeError)";
-  case DsMessage::Kind::TraceTooShort:
-    return "trace invalidated: the pass is longer than the trace (warning)";
-  case DsMessage::Kind::ModuleMismatch:
-    return "trace invalidated: another module at this step (warning)";
-  case DsMessage::Kind::InflightParams:
-    return "in-flight parameters at the end of a pass (RuntimeError)";
-  case DsMessage::Kind::NotAvailable:
-    return "parameter status assertion";
-  case DsMessage::Kind::PartitionedUsed:
-    return "a partitioned parameter used as a tensor";
-  }
-  return "";
-}
+constexpr base::EnumNames<DsMessage::Kind::PartitionedUsed> kKindTitles(
+    "fetch-queue mismatch (RuntimeError)",
+    "trace invalidated: the pass is longer than the trace (warning)",
+    "trace invalidated: another module at this step (warning)",
+    "in-flight parameters at the end of a pass (RuntimeError)", "parameter status assertion",
+    "a partitioned parameter used as a tensor");
 
 }  // namespace
 
@@ -410,7 +401,7 @@ std::string explain_ds_messages(const std::vector<DsMessage>& messages) {
   for (size_t i = 0; i < messages.size(); ++i) {
     const DsMessage& message = messages[i];
     out += fmt::format("{}[{}] line {}: {}\n  {}\n", i == 0 ? "" : "\n", i + 1, message.line,
-                       kind_title(message.kind), message.text);
+                       kKindTitles[message.kind], message.text);
     switch (message.kind) {
     case DsMessage::Kind::TracingError:
       explain_tracing_error(out, message);

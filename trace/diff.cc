@@ -6,6 +6,7 @@
 #include <deque>
 #include <tuple>
 
+#include "base/enum_names.h"
 #include "trace/align.h"
 
 namespace zfetch::trace {
@@ -56,15 +57,8 @@ void LocatedEvent::point_names() {
 }
 
 std::string_view format_as(Divergence::Type type) {
-  switch (type) {
-  case Divergence::Type::Missing:
-    return "missing";
-  case Divergence::Type::Extra:
-    return "extra";
-  case Divergence::Type::Changed:
-    return "changed";
-  }
-  return "changed";
+  static constexpr base::EnumNames<Divergence::Type::Changed> kNames("missing", "extra", "changed");
+  return kNames[type];
 }
 
 namespace {

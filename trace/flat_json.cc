@@ -6,6 +6,7 @@
 #include <bit>
 #include <cstring>
 
+#include "base/enum_names.h"
 #include "trace/json_escape.h"
 
 namespace zfetch::trace {
@@ -67,23 +68,9 @@ std::string describe(const char* p, const char* end) {
 }  // namespace
 
 std::string_view type_name(JsonValue::Type type) {
-  switch (type) {
-  case JsonValue::Type::String:
-    return "string";
-  case JsonValue::Type::Integer:
-    return "integer";
-  case JsonValue::Type::Float:
-    return "float";
-  case JsonValue::Type::Bool:
-    return "boolean";
-  case JsonValue::Type::Null:
-    return "null";
-  case JsonValue::Type::Object:
-    return "object";
-  case JsonValue::Type::Array:
-    return "array";
-  }
-  return "value";
+  static constexpr base::EnumNames<JsonValue::Type::Array> kNames(
+      "string", "integer", "float", "boolean", "null", "object", "array");
+  return kNames[type];
 }
 
 FlatJsonParser::Result FlatJsonParser::fail(std::string_view what) {

@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/enum_names.h"
 #include "model/partition.h"
 #include "trace/event.h"
 
@@ -13,18 +14,12 @@ namespace zfetch::sim {
 
 namespace {
 
-const char* gather_kind(Slice::Kind kind) {
-  switch (kind) {
-  case Slice::Kind::Prefetch:
-    return "prefetch";
-  case Slice::Kind::GetterGather:
-    return "getter";
-  case Slice::Kind::PersistentGather:
-    return "persistent";
-  default:
-    return "gather";
-  }
-}
+// A gather op's `kind` in the schedule file (docs/replay-schedule.md); only the gather slices
+// have one, the other kinds never reach it.
+constexpr base::EnumNames<Slice::Kind::ReduceScatter> kGatherKindNames("gather", "gather",
+                                                                       "prefetch", "getter",
+                                                                       "persistent", "gather",
+                                                                       "gather");
 
 bool is_sync(Slice::Kind kind) {
   return kind == Slice::Kind::GetterGather || kind == Slice::Kind::PersistentGather;
@@ -183,7 +178,7 @@ std::string replay_schedule_json(const Recording& recording, const TimelineSumma
       }
       const int64_t op = static_cast<int64_t>(ops.size());
       ops.push_back({{"op", "gather"},
-                     {"kind", gather_kind(g.kind)},
+                     {"kind", kGatherKindNames[g.kind]},
                      {"sync", is_sync(g.kind)},
                      {"params", ps},
                      {"shard_bytes", shard},
