@@ -10,6 +10,9 @@ namespace zfetch::tools {
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitMismatch = 1;
 inline constexpr int kExitBadInput = 2;
+/// A bug in zfetch itself (an exception no input should cause), never a verdict on the input:
+/// scripts that read 1 as "mismatch" must not mistake it for one.
+inline constexpr int kExitInternalError = 3;
 
 /// Declares a subcommand's options on `sub` and sets `action`, which runs it after parsing
 /// and returns the exit code.

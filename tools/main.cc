@@ -85,6 +85,6 @@ int main(int argc, char** argv) {
     return zfetch::tools::finish_stdout() ? code : zfetch::tools::kExitBadInput;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "zfetch: internal error: %s\n", e.what());
-    return 3;
+    return zfetch::tools::kExitInternalError;
   }
 }

@@ -1,21 +1,6 @@
 # Runs `zfetch validate INPUT` and compares stderr with EXPECTED.stderr and the exit code with
 # EXPECTED.exit (2 when absent). ZFETCH_BLESS=1 in the environment rewrites both.
+include(${CMAKE_CURRENT_LIST_DIR}/../golden_files.cmake)
 execute_process(COMMAND ${ZFETCH} validate ${INPUT}
                 RESULT_VARIABLE code ERROR_VARIABLE err OUTPUT_QUIET)
-set(want_code 2)
-if(EXISTS ${EXPECTED}.exit)
-  file(READ ${EXPECTED}.exit want_code)
-  string(STRIP "${want_code}" want_code)
-endif()
-if(DEFINED ENV{ZFETCH_BLESS})
-  file(WRITE ${EXPECTED}.stderr "${err}")
-  file(WRITE ${EXPECTED}.exit "${code}\n")
-  return()
-endif()
-file(READ ${EXPECTED}.stderr want_err)
-if(NOT code STREQUAL want_code)
-  message(FATAL_ERROR "exit code ${code}, expected ${want_code}\nstderr:\n${err}")
-endif()
-if(NOT err STREQUAL want_err)
-  message(FATAL_ERROR "stderr differs\n--- expected\n${want_err}\n--- actual\n${err}")
-endif()
+golden_files(EXPECTED ${EXPECTED} CODE "${code}" DEFAULT_EXIT 2 FILES stderr=err)
