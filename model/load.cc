@@ -11,6 +11,7 @@
 #include "io/input_file.h"
 #include "model/ds_config_parse.h"
 #include "model/hf_auto.h"
+#include "model/json_parse.h"
 #include "model/scenario_parser.h"
 #include "model/yaml_limits.h"
 #include "model/yaml_merge.h"
@@ -95,19 +96,10 @@ void read_config_file(YamlReader& reader, const Field& field, std::string_view b
   const std::string* text = &*input.text;
   const SourceText source(path, *text);
   YamlReader config_reader(source, out);
-  nlohmann::json json;
-  try {
-    json = nlohmann::json::parse(*text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // what() is "[json.exception.parse_error.101] parse error at line L, column C: detail".
-    std::string message = e.what();
-    const size_t column = message.find("column ");
-    const size_t colon = column == std::string::npos ? column : message.find(": ", column);
-    if (colon != std::string::npos) {
-      message = message.substr(colon + 2);
-    }
-    const size_t offset = e.byte == 0 ? 0 : e.byte - 1;
-    config_reader.error_at(source.loc_of_offset(offset), 1, "invalid JSON: " + message);
+  const JsonParseResult json = parse_json(*text);
+  if (json.error) {
+    config_reader.error_at(source.loc_of_offset(json.error->offset), 1,
+                           "invalid JSON: " + json.error->message);
     return;
   }
   YAML::Node root;
@@ -118,7 +110,7 @@ void read_config_file(YamlReader& reader, const Field& field, std::string_view b
     }
     root.reset(*loaded);
   } catch (const YAML::Exception&) {
-    root.reset(json_to_yaml(json));
+    root.reset(json_to_yaml(json.value));
   }
   detail::read_deepspeed_config(config_reader, Field{root, "deepspeed_config", {}}, hf, config);
 }

@@ -241,6 +241,11 @@ int run(const RunOptions& options) {
   }
   const sim::Outcome& outcome = *simulated;
   timeline.finish();
+  if (timeline.summary().overflowed) {
+    std::fprintf(stderr, "%s: error: %s\n", options.scenario.c_str(),
+                 std::string(sim::kTimelineOverflowMessage).c_str());
+    return kExitBadInput;
+  }
   if (timeline_out != nullptr) {
     sim::ChromeTraceNotes notes;
     if (outcome.failure) {

@@ -44,6 +44,10 @@ SweepPoint run_scenario(const model::Scenario& scenario, const SweepOptions& opt
   point.outcome = simulate(scenario, options.simulator, timeline);
   timeline.finish();
   const TimelineSummary& summary = timeline.summary();
+  if (summary.overflowed) {
+    point.error = kTimelineOverflowMessage;
+    return point;
+  }
   if (!summary.steps.empty()) {
     point.last_step = summary.steps.back().step;
     for (const StepSummary& s : summary.steps) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "io/input_file.h"
+#include "model/json_parse.h"
 
 namespace zfetch::sim {
 
@@ -73,6 +74,17 @@ size_t find_key(std::string_view text, std::initializer_list<std::string_view> p
   return found;
 }
 
+// The largest value of a calibration number (times in ns, bytes, flops/s), and of a bandwidth
+// in GB/s (so that it fits in int64_t bytes/s); docs/calibration.md.
+struct Limit {
+  double value;
+  std::string_view text;  ///< as messages write it
+};
+constexpr Limit kMaxValue{1e18, "1e18"};
+constexpr Limit kMaxGbps{1e9, "1e9"};
+// Calibrations are measured on real machines: a world of more ranks is a typo.
+constexpr Limit kMaxWorldSize{1 << 20, "1048576"};
+
 class Reader {
  public:
   Reader(std::string_view file, std::string_view text) : file_(file), text_(text) {}
@@ -94,9 +106,9 @@ class Reader {
     error_at(at, std::move(message), present ? static_cast<uint32_t>(last.size() + 2) : 1);
   }
 
-  // A number >= 0 at `object[key]`; `required` absent keys are errors.
+  // A number in [0, max] at `object[key]`; `required` absent keys are errors.
   std::optional<double> number(const json& object, std::initializer_list<std::string_view> path,
-                               bool required) {
+                               bool required, Limit max = kMaxValue) {
     const std::string key(*(path.end() - 1));
     const auto it = object.find(key);
     if (it == object.end()) {
@@ -110,9 +122,9 @@ class Reader {
       return std::nullopt;
     }
     const double value = it->get<double>();
-    if (!std::isfinite(value) || value < 0 || value > 1e18) {
-      error(path, fmt::format("expected a number between 0 and 1e18 for '{}', got {}", dotted(path),
-                              it->dump()));
+    if (!std::isfinite(value) || value < 0 || value > max.value) {
+      error(path, fmt::format("expected a number between 0 and {} for '{}', got {}", max.text,
+                              dotted(path), it->dump()));
       return std::nullopt;
     }
     return value;
@@ -231,20 +243,13 @@ std::optional<std::string_view> embedded_text(std::string_view name) {
 CalibrationResult parse_calibration(std::string_view file_name, std::string_view text) {
   CalibrationResult result;
   Reader reader(file_name, text);
-  json root;
-  try {
-    root = json::parse(text.begin(), text.end());
-  } catch (const json::parse_error& e) {
-    // e.byte is the 1-based offset of the character that failed; what() starts with an id
-    // ("[json.exception.parse_error.101] parse error at line 1, column 2: ") that we replace
-    // by our own position.
-    std::string message = e.what();
-    const size_t colon = message.find(": ");
-    message = colon == std::string::npos ? message : message.substr(colon + 2);
-    reader.error_at(e.byte > 0 ? e.byte - 1 : 0, "invalid JSON: " + message);
+  model::JsonParseResult parsed = model::parse_json(text);
+  if (parsed.error) {
+    reader.error_at(parsed.error->offset, "invalid JSON: " + parsed.error->message);
     result.diagnostics = reader.take();
     return result;
   }
+  const json root = std::move(parsed.value);
   if (!root.is_object()) {
     reader.error_at(0, fmt::format("expected a JSON object, got {}", root.type_name()));
     result.diagnostics = reader.take();
@@ -267,27 +272,27 @@ CalibrationResult parse_calibration(std::string_view file_name, std::string_view
   if (const auto it = root.find("source"); it != root.end() && it->is_string()) {
     c.source = it->get<std::string>();
   }
-  if (const auto ws = reader.number(root, {"world_size"}, false)) {
+  if (const auto ws = reader.number(root, {"world_size"}, false, kMaxWorldSize)) {
     c.world_size = std::max<int64_t>(1, std::llround(*ws));
   }
   if (const json* ag = reader.object(root, {"allgather"}, true)) {
     const auto alpha = reader.number(*ag, {"allgather", "alpha_ns"}, true);
-    const auto bw = reader.number(*ag, {"allgather", "busbw_GBps"}, true);
+    const auto bw = reader.number(*ag, {"allgather", "busbw_GBps"}, true, kMaxGbps);
     c.allgather = {std::llround(alpha.value_or(0)), gbps_to_bytes(bw.value_or(0))};
     c.allgather.curve = read_curve(reader, *ag, "allgather");
   }
   c.reduce_scatter = c.allgather;
   if (const json* rs = reader.object(root, {"reduce_scatter"}, false)) {
     const auto alpha = reader.number(*rs, {"reduce_scatter", "alpha_ns"}, true);
-    const auto bw = reader.number(*rs, {"reduce_scatter", "busbw_GBps"}, true);
+    const auto bw = reader.number(*rs, {"reduce_scatter", "busbw_GBps"}, true, kMaxGbps);
     c.reduce_scatter = {std::llround(alpha.value_or(0)), gbps_to_bytes(bw.value_or(0))};
     c.reduce_scatter.curve = read_curve(reader, *rs, "reduce_scatter");
   }
-  if (const auto d2d = reader.number(root, {"d2d_copy_GBps"}, false)) {
+  if (const auto d2d = reader.number(root, {"d2d_copy_GBps"}, false, kMaxGbps)) {
     c.d2d_bytes_per_s = gbps_to_bytes(*d2d);
   }
   if (const json* h2d = reader.object(root, {"h2d"}, true)) {
-    if (const auto bw = reader.number(*h2d, {"h2d", "bandwidth_GBps"}, true)) {
+    if (const auto bw = reader.number(*h2d, {"h2d", "bandwidth_GBps"}, true, kMaxGbps)) {
       c.h2d_bytes_per_s = gbps_to_bytes(*bw);
     }
     if (const auto alpha = reader.number(*h2d, {"h2d", "alpha_ns"}, false)) {

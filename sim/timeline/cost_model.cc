@@ -14,9 +14,11 @@ constexpr int64_t kNsPerSecond = 1'000'000'000;
 // 128-bit intermediates keep bytes * 1e9 exact (`__extension__` silences -Wpedantic).
 __extension__ typedef __int128 Int128;
 
-// round(num / den) for num >= 0, den > 0, halves rounded up; one rounding per duration.
+// round(num / den) for num >= 0, den > 0, halves rounded up; one rounding per duration. A
+// duration beyond Tick saturates at kTickMax (the timeline reports the overflow).
 Tick round_div(Int128 num, Int128 den) {
-  return static_cast<Tick>((num + den / 2) / den);
+  const Int128 q = (num + den / 2) / den;
+  return q > kTickMax ? kTickMax : static_cast<Tick>(q);
 }
 
 // Sum of numel of `module`'s own params, and of its whole subtree's when `subtree`.
@@ -101,7 +103,7 @@ Tick collective_ns(const CollectiveCalibration& c, int64_t bytes, int64_t world_
     const Int128 num = rise + run / 2;
     const Int128 step = num >= 0 ? num / run : -((-num + run - 1) / run);
     const Int128 t = a.time_ns + step;
-    return t > 0 ? static_cast<Tick>(t) : 0;
+    return t <= 0 ? 0 : t > kTickMax ? kTickMax : static_cast<Tick>(t);
   }
   if (c.busbw_bytes_per_s <= 0) {
     return c.alpha_ns;
@@ -109,7 +111,7 @@ Tick collective_ns(const CollectiveCalibration& c, int64_t bytes, int64_t world_
   // ((N-1)/N) * B / busbw in ns, with one rounding: (N-1) * B * 1e9 / (N * busbw).
   const Int128 num = static_cast<Int128>(world_size - 1) * bytes * kNsPerSecond;
   const Int128 den = static_cast<Int128>(world_size) * c.busbw_bytes_per_s;
-  return c.alpha_ns + round_div(num, den);
+  return saturating_add(c.alpha_ns, round_div(num, den));
 }
 
 AnalyticalCostModel::AnalyticalCostModel(const model::Scenario& scenario,
@@ -124,15 +126,15 @@ AnalyticalCostModel::AnalyticalCostModel(const model::Scenario& scenario,
     const model::ModuleSpec& spec = scenario.modules[m];
     const ComputeKind kind = compute_kind(spec);
     if (spec.compute_us >= 0) {
-      forward_ns_[m] = spec.compute_us * 1000;
+      forward_ns_[m] = round_div(static_cast<Int128>(spec.compute_us) * 1000, 1);
     } else if (kind != ComputeKind::Matmul) {
       // Memory-bound: the output rows move at the device's copy bandwidth (bytes counted once,
       // as d2d_copy_GBps is); an elementwise module also reads its input, as many bytes again.
       const int64_t copy = calibration_.d2d_bytes_per_s > 0 ? calibration_.d2d_bytes_per_s
                                                             : kDefaultCopyBytesPerSecond;
-      const int64_t bytes =
-          tokens * row_bytes_per_token(scenario, spec) * (kind == ComputeKind::Elementwise ? 2 : 1);
-      forward_ns_[m] = transfer_ns(bytes, copy);
+      const Int128 bytes = static_cast<Int128>(tokens) * row_bytes_per_token(scenario, spec) *
+                           (kind == ComputeKind::Elementwise ? 2 : 1);
+      forward_ns_[m] = bytes <= 0 ? 0 : round_div(bytes * kNsPerSecond, copy);
     } else if (calibration_.flops_per_s > 0) {
       // 2 flops (multiply + add) per parameter element per token for a forward.
       const int64_t numel =
@@ -155,7 +157,7 @@ Tick h2d_copy_ns(Tick alpha_ns, int64_t bytes, int64_t bytes_per_s) {
   if (bytes <= 0) {
     return 0;
   }
-  return alpha_ns + transfer_ns(bytes, bytes_per_s);
+  return saturating_add(alpha_ns, transfer_ns(bytes, bytes_per_s));
 }
 
 Tick AnalyticalCostModel::h2d_copy(int64_t bytes) const {
@@ -167,7 +169,8 @@ Tick AnalyticalCostModel::compute(model::ModuleIndex module, trace::Phase phase)
     return 0;
   }
   // Backward computes input and weight gradients: twice the forward's flops.
-  return phase == trace::Phase::Bwd ? 2 * forward_ns_[module] : forward_ns_[module];
+  const Tick forward = forward_ns_[module];
+  return phase == trace::Phase::Bwd ? saturating_add(forward, forward) : forward;
 }
 
 }  // namespace zfetch::sim

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <limits>
 #include <optional>
 
 #include "model/leaves.h"
@@ -139,7 +140,8 @@ Timeline::~Timeline() = default;
 Timeline::RankState& Timeline::rank_state(int32_t rank) {
   const size_t r = rank < 0 ? 0 : static_cast<size_t>(rank);
   if (r >= ranks_.size()) {
-    ranks_.resize(std::max(r + 1, static_cast<size_t>(world_size_)));
+    // Only the ranks that send events get a slot: a world of 10^9 ranks costs nothing here.
+    ranks_.resize(r + 1);
   }
   if (!ranks_[r]) {
     auto rs = std::make_unique<RankState>();
@@ -187,7 +189,7 @@ void Timeline::add_live(RankState& rs, model::ParamIndex p, int64_t bytes, Tick 
     }
     rs.resident[p] = 1;
   }
-  rs.live += bytes;
+  accumulate(rs.live, bytes);
   rs.step.peak_live_bytes = std::max(rs.step.peak_live_bytes, rs.live);
   if (recording_wanted()) {
     record_live({rs.rank, t, rs.live});
@@ -213,6 +215,14 @@ void Timeline::remove_live(RankState& rs, model::ParamIndex p, int64_t bytes, Ti
   }
 }
 
+Tick Timeline::occupy(RankState& rs, Stream stream, Tick ready, Tick dur) {
+  Tick& free = rs.free[index_of(stream)];
+  const Tick start = std::max(ready, free);
+  free = start;
+  accumulate(free, dur);
+  return start;
+}
+
 void Timeline::stall_until(RankState& rs, Tick t, model::ModuleIndex module) {
   Tick& now = rs.free[index_of(Stream::Compute)];
   if (t <= now) {
@@ -220,10 +230,10 @@ void Timeline::stall_until(RankState& rs, Tick t, model::ModuleIndex module) {
   }
   const Tick stall = t - now;
   now = t;
-  rs.step.exposed_comm_ns += stall;
-  rs.run_exposed += stall;
+  accumulate(rs.step.exposed_comm_ns, stall);
+  accumulate(rs.run_exposed, stall);
   if (options_.per_module && module < rs.modules.size()) {
-    rs.modules[module].exposed_comm_ns += stall;
+    accumulate(rs.modules[module].exposed_comm_ns, stall);
   }
 }
 
@@ -299,11 +309,9 @@ void Timeline::flush_group(RankState& rs) {
   const auto params_count = static_cast<uint32_t>(g.params.size());
   RankState::RecordedSlice recorded;
   if (offload_) {
-    Tick& h2d = rs.free[index_of(Stream::H2d)];
-    const Tick start = std::max(ready, h2d);
     const Tick dur = cost_.h2d_copy(g.shard_bytes);
-    h2d = start + dur;
-    ready = h2d;
+    const Tick start = occupy(rs, Stream::H2d, ready, dur);
+    ready = rs.free[index_of(Stream::H2d)];
     if (recording_wanted() && dur > 0) {
       recorded.slice = {
           Slice::Kind::H2d, Stream::H2d, g.phase,      rs.rank,       rs.step.step, start, dur,
@@ -311,12 +319,15 @@ void Timeline::flush_group(RankState& rs) {
       recorded.index = record_slice(recorded.slice);
     }
   }
-  const Tick comm_dur = cost_.all_gather(g.shard_bytes * world_size_, world_size_);
+  int64_t gathered_bytes = 0;
+  if (__builtin_mul_overflow(g.shard_bytes, world_size_, &gathered_bytes)) {
+    overflowed_ = true;
+    gathered_bytes = std::numeric_limits<int64_t>::max();
+  }
+  const Tick comm_dur = cost_.all_gather(gathered_bytes, world_size_);
   if (comm_dur > 0) {
-    Tick& comm = rs.free[index_of(Stream::Comm)];
-    const Tick start = std::max(ready, comm);
-    comm = start + comm_dur;
-    ready = comm;
+    const Tick start = occupy(rs, Stream::Comm, ready, comm_dur);
+    ready = rs.free[index_of(Stream::Comm)];
     if (recording_wanted()) {
       recorded.slice = {g.slice_kind, Stream::Comm, g.phase, rs.rank,      rs.step.step, start,
                         comm_dur,     g.module,     0,       params_count, g.full_bytes, g.issue};
@@ -426,16 +437,16 @@ Tick Timeline::add_to_group(RankState& rs, const trace::Event& event, bool joins
   } else if (event.numel > 0) {
     shard = model::partition_numel<int64_t>(event.numel, world_size_) * (full / event.numel);
   }
-  g.shard_bytes += shard;
-  g.full_bytes += full;
+  accumulate(g.shard_bytes, shard);
+  accumulate(g.full_bytes, full);
   ++rs.step.gathered_params;
-  rs.step.gathered_bytes += full;
+  accumulate(rs.step.gathered_bytes, full);
   if (options_.per_module && !g.sync) {
     if (g.slice_kind == Slice::Kind::Prefetch && known_param) {
       // Charged when the module it was prefetched for waits on it.
-      rs.prefetch_pending[p] += full;
+      accumulate(rs.prefetch_pending[p], full);
     } else if (g.module < rs.modules.size()) {
-      rs.modules[g.module].gathered_bytes += full;
+      accumulate(rs.modules[g.module].gathered_bytes, full);
     }
   }
   add_live(rs, known_param ? p : model::kNone, full, g.issue);
@@ -451,7 +462,7 @@ void Timeline::wait_for_param(RankState& rs, const trace::Event& event) {
       event.module_index != trace::Event::kNoIndex ? event.module_index : rs.current_module;
   stall_until(rs, rs.ready[p], m);
   if (options_.per_module && rs.prefetch_pending[p] > 0 && m < rs.modules.size()) {
-    rs.modules[m].prefetched_bytes += rs.prefetch_pending[p];
+    accumulate(rs.modules[m].prefetched_bytes, rs.prefetch_pending[p]);
     rs.prefetch_pending[p] = 0;
   }
   // The next compute slice waited for this gather (once, however many of its params it waits on).
@@ -470,10 +481,10 @@ Tick Timeline::compute(RankState& rs, const trace::Event& event) {
   Tick& now = rs.free[index_of(Stream::Compute)];
   const Tick dur = cost_.compute(event.module_index, event.phase);
   const Tick t = now;
-  now += dur;
-  rs.step.compute_ns += dur;
+  accumulate(now, dur);
+  accumulate(rs.step.compute_ns, dur);
   if (options_.per_module && event.module_index < rs.modules.size()) {
-    rs.modules[event.module_index].compute_ns += dur;
+    accumulate(rs.modules[event.module_index].compute_ns, dur);
   }
   if (recording_wanted()) {
     const Slice slice{Slice::Kind::Compute,
@@ -506,10 +517,8 @@ void Timeline::reduce_scatter(RankState& rs, const trace::Event& event) {
   if (dur <= 0) {
     return;
   }
-  Tick& rs_free = rs.free[index_of(Stream::Rs)];
-  const Tick start = std::max(rs.free[index_of(Stream::Compute)], rs_free);
-  rs_free = start + dur;
-  rs.step.reduce_scattered_bytes += bytes;
+  const Tick start = occupy(rs, Stream::Rs, rs.free[index_of(Stream::Compute)], dur);
+  accumulate(rs.step.reduce_scattered_bytes, bytes);
   if (recording_wanted()) {
     record_slice({Slice::Kind::ReduceScatter, Stream::Rs, event.phase, rs.rank, event.step, start,
                   dur, m, 0, 0, bytes});
@@ -539,7 +548,7 @@ void Timeline::restart(RankState& rs) {
 void Timeline::charge_unused_prefetch(RankState& rs, model::ParamIndex p) {
   const model::ModuleIndex owner = scenario_.params[p].owner;
   if (rs.prefetch_pending[p] > 0 && owner < rs.modules.size()) {
-    rs.modules[owner].prefetched_bytes += rs.prefetch_pending[p];
+    accumulate(rs.modules[owner].prefetched_bytes, rs.prefetch_pending[p]);
   }
   rs.prefetch_pending[p] = 0;
 }
@@ -663,6 +672,7 @@ void Timeline::finish() {
       }
     }
     summary_.end_ns = std::max(summary_.end_ns, rs->free[index_of(Stream::Compute)]);
+    summary_.overflowed = overflowed_;
     summary_.exposed_comm_ns = std::max(summary_.exposed_comm_ns, rs->run_exposed);
     if (options_.per_module) {
       summary_.ranks.push_back(rs->rank);

@@ -10,6 +10,7 @@
 
 #include "model/scenario.h"
 #include "sim/timeline/cost_model.h"
+#include "sim/timeline/tick.h"
 #include "trace/event.h"
 #include "trace/sink.h"
 
@@ -68,7 +69,15 @@ struct TimelineSummary {
   Tick end_ns = 0;              ///< latest end over ranks
   Tick exposed_comm_ns = 0;     ///< max over ranks of the run's exposed communication
   int64_t peak_live_bytes = 0;  ///< max over ranks and steps
+  /// A time or byte sum of the run did not fit in 64 bits (it saturated): the figures are
+  /// unreliable, and the tools report the run as too large to time.
+  bool overflowed = false;
 };
+
+/// What the tools say about a run whose TimelineSummary::overflowed is set.
+inline constexpr std::string_view kTimelineOverflowMessage =
+    "the simulated times or byte counts exceed 64 bits (2^63 ns is 292 years): the "
+    "calibration, compute_us or parameter sizes are too large to time";
 
 /// What the Chrome trace shows: what a RecordingSink receives.
 struct Slice {
@@ -249,11 +258,18 @@ class Timeline final : public trace::EventSink {
   void open_group(RankState& rs, const trace::Event& event, Slice::Kind kind, bool sync);
   void add_live(RankState& rs, model::ParamIndex p, int64_t bytes, Tick t);
   void remove_live(RankState& rs, model::ParamIndex p, int64_t bytes, Tick t);
+  /// Runs `dur` on `stream` from `ready` or when the stream is free, whichever is later;
+  /// returns the start (the stream is then busy until start + dur).
+  Tick occupy(RankState& rs, Stream stream, Tick ready, Tick dur);
   void stall_until(RankState& rs, Tick t, model::ModuleIndex module);
   void begin_step(RankState& rs, int32_t step);
   void end_step(RankState& rs);
   void drain(RankState& rs, model::ModuleIndex module);
   void charge_unused_prefetch(RankState& rs, model::ParamIndex p);
+  /// sum += amount, checked: an overflow saturates `sum` and sets overflowed_.
+  void accumulate(int64_t& sum, int64_t amount) {
+    overflowed_ = !add_exact(sum, amount) || overflowed_;
+  }
   // What the recorders receive.
   void record_landmarks(RankState& rs, const trace::Event& event, Tick t);
   void record_landmark(const Landmark& landmark);
@@ -276,6 +292,7 @@ class Timeline final : public trace::EventSink {
   std::vector<RecordingSink*> recorders_;  ///< &recording_ (record) and options.recorder
   uint64_t slices_recorded_ = 0;
   bool finished_ = false;
+  bool overflowed_ = false;  ///< see TimelineSummary::overflowed
 };
 
 /// The summary as one JSON object: {"steps":[...], "modules":[...], "end_ns":..., ...}; integers
