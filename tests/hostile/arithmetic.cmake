@@ -34,3 +34,8 @@ calibration_case(cal_huge "{\"alpha_ns\": 1e18, \"busbw_GBps\": 1e9}" 20 2
 # A bandwidth whose bytes/s would not fit in 64 bits.
 calibration_case(cal_bw "{\"alpha_ns\": 1, \"busbw_GBps\": 1e17}" 1 2
                  "cal_bw.json:2:31: error: expected a number between 0 and 1e9 for 'allgather.busbw_GBps'")
+
+# A world of 10^9 ranks: nothing is sized by world_size (a table of 10^9 ranks would need
+# gigabytes), so the run passes within the 30 s limit.
+file(WRITE ${dir}/big_world.yaml "name: big-world\nworld_size: 1000000000\n${model}schedule: [{train: 2}]\n")
+expect_run(CODE 0 STDERR "^$" COMMAND ${ZFETCH} run ${dir}/big_world.yaml)
