@@ -268,7 +268,7 @@ int run(const RunOptions& options) {
     report.outcome = &outcome;
     report.summary = &timeline.summary();
     report.recording = &timeline.recording();
-    report.calibration = calibration.calibration->machine;
+    report.calibration = calibration.calibration->name;
     write_text(*report_out, run_report_html(report));
   }
 #ifdef ZFETCH_HAVE_CHAKRA
@@ -312,7 +312,7 @@ int run(const RunOptions& options) {
       for (const model::ResolvedAuto& resolved : scenario->config.resolved_auto) {
         j["hf_auto"][resolved.key] = {{"value", resolved.value}, {"rule", resolved.rule}};
       }
-      j["calibration"] = calibration.calibration->machine;
+      j["calibration"] = calibration.calibration->name;
       j["timeline"] =
           nlohmann::ordered_json::parse(sim::format_summary_json(timeline.summary(), *scenario));
       std::puts(j.dump(2).c_str());
@@ -326,7 +326,7 @@ int run(const RunOptions& options) {
         std::printf("\nds_config \"auto\" values, filled as the HF integration fills them:\n%s",
                     autos.c_str());
       }
-      std::printf("\nsimulated time (calibration: %s)\n", calibration.calibration->machine.c_str());
+      std::printf("\nsimulated time (calibration: %s)\n", calibration.calibration->name.c_str());
       SummaryTextOptions text_options;
       text_options.per_module = options.per_module;
       text_options.module_rows = options.all_modules ? 0 : text_options.module_rows;

@@ -17,7 +17,7 @@ struct RunReportInput {
   const sim::Outcome* outcome = nullptr;
   const sim::TimelineSummary* summary = nullptr;  ///< with TimelineOptions::per_module
   const sim::Recording* recording = nullptr;      ///< with TimelineOptions::record
-  std::string calibration;                        ///< the calibration's machine name
+  std::string calibration;                        ///< the calibration's name
 };
 
 /// The page. Deterministic (no dates, no paths beyond the scenario's); the timeline and the

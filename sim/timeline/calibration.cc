@@ -266,6 +266,10 @@ CalibrationResult parse_calibration(std::string_view file_name, std::string_view
                                           version == root.end() ? "nothing" : version->dump()));
   }
   Calibration c;
+  c.name = file_name;
+  if (const auto it = root.find("name"); it != root.end() && it->is_string()) {
+    c.name = it->get<std::string>();
+  }
   if (const auto it = root.find("machine"); it != root.end() && it->is_string()) {
     c.machine = it->get<std::string>();
   }

@@ -29,7 +29,11 @@ struct CollectiveCalibration {
 /// Every constant of the cost model, already converted to integers (floats are read from the
 /// file and rounded once, to the nearest integer, in parse_calibration).
 struct Calibration {
-  std::string machine;  ///< free text from the file, e.g. "1x H200 SXM"
+  /// What outputs call the calibration: the file's "name" (the builtins: measured-hopper-1gpu,
+  /// measured-hopper-2gpu, published-8gpu-nvlink), else the file name. Outputs never print
+  /// `machine`, so a run's text does not depend on where the numbers were measured.
+  std::string name;
+  std::string machine;  ///< free text from the file: the hardware it was measured on
   std::string source;   ///< how it was measured
   int64_t world_size = 1;
   CollectiveCalibration allgather;

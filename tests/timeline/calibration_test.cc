@@ -51,7 +51,8 @@ TEST_SUITE("timeline") {
     CHECK(r.calibration->reduce_scatter.alpha_ns == 10);
     CHECK(r.calibration->reduce_scatter.busbw_bytes_per_s == 100'000'000'000);
     CHECK(r.calibration->flops_per_s == kDefaultFlopsPerSecond);
-    CHECK(r.calibration->h2d_alpha_ns == 0);  // files without h2d.alpha_ns read as before
+    CHECK(r.calibration->h2d_alpha_ns == 0);   // files without h2d.alpha_ns read as before
+    CHECK(r.calibration->name == "cal.json");  // a file without "name" is called by its file
   }
 
   TEST_CASE("calibration: \"interpolate\": true reads the measured points as a curve") {
@@ -159,6 +160,10 @@ TEST_SUITE("timeline") {
       REQUIRE(r.calibration.has_value());
       CHECK(r.calibration->world_size == (world <= 2 ? world : 8));
       CHECK(r.calibration->machine.find(world <= 2 ? "H200" : "H100") != std::string::npos);
+      // What outputs print is the name, which names no hardware.
+      CHECK(r.calibration->name == (world == 1   ? "measured-hopper-1gpu"
+                                    : world == 2 ? "measured-hopper-2gpu"
+                                                 : "published-8gpu-nvlink"));
     }
   }
 }
