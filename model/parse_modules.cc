@@ -57,6 +57,7 @@ void ScenarioParser::read_model(const Field& root) {
     ModuleSpec& module = scenario_.modules[pending.module];
     module.has_forward = true;
     module.forward = read_ops({pending.value, "forward", pending.key}, pending.module);
+    link_call_inputs(module.forward);
   }
   build_graph();
 }

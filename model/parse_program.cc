@@ -17,13 +17,14 @@ using namespace std::string_view_literals;
 
 // Each operation is a mapping with exactly one of the kind keys, plus the keys its kind allows.
 constexpr std::array kOpKindKeys = {"call"sv, "access"sv, "checkpoint"sv, "repeat"sv, "returns"sv};
-constexpr std::array kOpKeys = {"call"sv,    "access"sv, "checkpoint"sv, "repeat"sv,
-                                "returns"sv, "kind"sv,   "body"sv,       "when"sv};
+constexpr std::array kOpKeys = {"call"sv, "access"sv, "checkpoint"sv, "repeat"sv, "returns"sv,
+                                "kind"sv, "body"sv,   "when"sv,       "input"sv,  "input_from"sv};
 constexpr std::array kCallEachKeys = {"call_each"sv, "when"sv};
 constexpr std::array kConditionKeys = {"step"sv, "micro_step"sv, "rank"sv, "engine"sv, "phase"sv};
 constexpr std::array kPhases = {"train"sv, "eval"sv};
 constexpr std::array kAccessKinds = {"data"sv, "metadata"sv};
 constexpr std::array kCheckpointKeys = {"reentrant"sv};
+constexpr std::array kCallInputs = {"no_grad"sv, "forward_input"sv};
 
 // The keys an operation of each kind may carry besides its kind key and `when`.
 bool allows(std::string_view kind, std::string_view key) {
@@ -36,10 +37,49 @@ bool allows(std::string_view kind, std::string_view key) {
   if (key == "body") {
     return kind == "checkpoint" || kind == "repeat";
   }
+  if (key == "input" || key == "input_from") {
+    return kind == "call";
+  }
   return false;
 }
 
+// The `call` ops of one scope (a forward program or a checkpoint body; a repeat body is part of
+// its scope), in program order, so that `input_from` can name an earlier one.
+void link_scope(std::vector<Op>& ops, std::vector<Op*>& calls, YamlReader& reader,
+                const Scenario& scenario) {
+  for (Op& op : ops) {
+    if (op.kind == Op::Kind::Repeat) {
+      link_scope(op.body, calls, reader, scenario);
+    } else if (op.kind == Op::Kind::Checkpoint) {
+      std::vector<Op*> region_calls;
+      link_scope(op.body, region_calls, reader, scenario);
+    } else if (op.kind == Op::Kind::Call) {
+      if (op.input == CallInput::OutputOf) {
+        const auto earlier = std::find_if(calls.rbegin(), calls.rend(), [&](const Op* call) {
+          return call->callee == op.input_from;
+        });
+        if (earlier == calls.rend()) {
+          const std::string& name = scenario.modules[op.input_from].qualified_name;
+          reader.error_at(op.input_from_loc, op.input_from_length,
+                          fmt::format("'input_from' needs an earlier call of '{}' in the same "
+                                      "forward (a checkpoint body is a forward of its own)",
+                                      name));
+          op.input = CallInput::Running;
+        } else {
+          (*earlier)->output_read = true;
+        }
+      }
+      calls.push_back(&op);
+    }
+  }
+}
+
 }  // namespace
+
+void ScenarioParser::link_call_inputs(std::vector<Op>& forward) {
+  std::vector<Op*> calls;
+  link_scope(forward, calls, reader_, scenario_);
+}
 
 std::vector<Op> ScenarioParser::read_ops(const Field& field, ModuleIndex module) {
   std::vector<Op> ops;
@@ -150,6 +190,7 @@ bool ScenarioParser::read_op(const YAML::Node& node, ModuleIndex module, Op& op)
     const std::optional<ModuleIndex> callee = resolve_call(kind_value, module);
     ok = ok && callee.has_value();
     op.callee = callee.value_or(kNone);
+    ok = read_call_input(node, module, op) && ok;
   } else if (kind == "access" || kind == "returns") {
     op.kind = kind == "access" ? Op::Kind::Access : Op::Kind::Return;
     const std::optional<ParamIndex> param = resolve_param(kind_value, kind, module);
@@ -187,6 +228,38 @@ bool ScenarioParser::read_op(const YAML::Node& node, ModuleIndex module, Op& op)
     ok = ok && count.has_value();
     op.count = count.value_or(1);
     ok = read_body(node, kind, module, op) && ok;
+  }
+  return ok;
+}
+
+bool ScenarioParser::read_call_input(const YAML::Node& node, ModuleIndex module, Op& op) {
+  bool ok = true;
+  bool given = false;
+  for (const auto& entry : node) {
+    const std::string& key = entry.first.Scalar();
+    if (key != "input" && key != "input_from") {
+      continue;
+    }
+    if (given) {
+      reader_.error(entry.first, "give one of 'input' and 'input_from'");
+      return false;
+    }
+    given = true;
+    if (key == "input") {
+      const auto input =
+          reader_.read_choice({entry.second, "input", entry.first}, "call input", kCallInputs);
+      ok = input.has_value();
+      op.input = input == "no_grad" ? CallInput::NoGrad : CallInput::ForwardInput;
+    } else {
+      const std::optional<ModuleIndex> from = resolve_call(entry.second, module, "input_from");
+      ok = from.has_value();
+      if (from) {
+        op.input = CallInput::OutputOf;
+        op.input_from = *from;
+        op.input_from_loc = YamlReader::loc(entry.second);
+        op.input_from_length = static_cast<uint32_t>(entry.second.Scalar().size());
+      }
+    }
   }
   return ok;
 }
@@ -233,9 +306,9 @@ Condition ScenarioParser::read_condition(const Field& field) {
   return condition;
 }
 
-std::optional<ModuleIndex> ScenarioParser::resolve_call(const YAML::Node& node,
-                                                        ModuleIndex module) {
-  const std::optional<std::string> path = reader_.read_string({node, "call", {}});
+std::optional<ModuleIndex> ScenarioParser::resolve_call(const YAML::Node& node, ModuleIndex module,
+                                                        std::string_view key) {
+  const std::optional<std::string> path = reader_.read_string({node, key, {}});
   if (!path) {
     return std::nullopt;
   }

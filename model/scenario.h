@@ -65,6 +65,15 @@ struct Condition {
 
 enum class AccessKind : uint8_t { Data, Metadata };
 
+/// What a `call` feeds its callee (`input:` / `input_from:`; docs/scenario-format.md). Only
+/// whether that tensor requires grad matters: it decides the callee's post-backward node.
+enum class CallInput : uint8_t {
+  Running,       ///< (default) the forward's running value: `x = child(x)`
+  NoGrad,        ///< `input: no_grad`: a fresh tensor that does not require grad (position ids)
+  ForwardInput,  ///< `input: forward_input`: the input of this forward (or checkpoint region)
+  OutputOf,      ///< `input_from: PATH`: the output of the latest earlier call of PATH
+};
+
 /// One operation of a module's forward program.
 struct Op {
   enum class Kind : uint8_t {
@@ -78,6 +87,11 @@ struct Op {
   SourceLoc loc;
   Condition when;
   ModuleIndex callee = kNone;            ///< Call
+  CallInput input = CallInput::Running;  ///< Call
+  ModuleIndex input_from = kNone;        ///< Call with CallInput::OutputOf: whose output
+  SourceLoc input_from_loc;              ///< and where the file names it
+  uint32_t input_from_length = 0;
+  bool output_read = false;              ///< Call: a later `input_from` reads this call's output
   ParamIndex param = kNone;              ///< Access, Return
   AccessKind access = AccessKind::Data;  ///< Access
   bool reentrant = true;                 ///< Checkpoint

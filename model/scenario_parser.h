@@ -45,8 +45,13 @@ class ScenarioParser {
   bool read_op(const YAML::Node& node, ModuleIndex module, Op& op);
   void read_call_each(const YAML::Node& node, ModuleIndex module, std::vector<Op>& ops);
   bool read_body(const YAML::Node& op_node, std::string_view kind, ModuleIndex module, Op& op);
+  /// A call's `input` / `input_from`.
+  bool read_call_input(const YAML::Node& node, ModuleIndex module, Op& op);
+  /// Checks that each `input_from` names an earlier call of its scope, and marks that call.
+  void link_call_inputs(std::vector<Op>& forward);
   Condition read_condition(const Field& field);
-  std::optional<ModuleIndex> resolve_call(const YAML::Node& node, ModuleIndex module);
+  std::optional<ModuleIndex> resolve_call(const YAML::Node& node, ModuleIndex module,
+                                          std::string_view key = "call");
   std::optional<ParamIndex> resolve_param(const YAML::Node& node, std::string_view key,
                                           ModuleIndex module);
 

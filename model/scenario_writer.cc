@@ -277,6 +277,23 @@ class Writer {
     return fmt::format("{{{}}}", fmt::join(parts, ", "));
   }
 
+  void write_call_input(ModuleIndex module, const Op& op, int indent) {
+    switch (op.input) {
+    case CallInput::Running:
+      break;
+    case CallInput::NoGrad:
+      line(indent, "input: no_grad");
+      break;
+    case CallInput::ForwardInput:
+      line(indent, "input: forward_input");
+      break;
+    case CallInput::OutputOf:
+      line(indent, "input_from: " + scalar(relative_path(
+                                        module, s_.modules[op.input_from].qualified_name, false)));
+      break;
+    }
+  }
+
   void write_ops(ModuleIndex module, const std::vector<Op>& ops, int indent) {
     for (const Op& op : ops) {
       std::string head;
@@ -302,6 +319,9 @@ class Writer {
       line(indent, "- " + head);
       if (op.kind == Op::Kind::Access && op.access == AccessKind::Metadata) {
         line(indent + 1, "kind: metadata");
+      }
+      if (op.kind == Op::Kind::Call) {
+        write_call_input(module, op, indent + 1);
       }
       if (!op.when.always()) {
         line(indent + 1, "when: " + condition(op.when));

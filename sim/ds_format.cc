@@ -37,15 +37,18 @@ std::string ds_summary(const model::Scenario& scenario, const ParamState& params
   }
   const int64_t zero[] = {0};
   const std::span<const int64_t> shape = resident ? std::span<const int64_t>(ds_shape) : zero;
+  // param.grad keeps the param's shape; under ZenFlow the reduce bucket's copy of it is
+  // transposed (__add_grad_to_ipg_bucket), as the stored shape is.
+  const std::string grad_shape = params.has_grad[p] ? python_shape(ds_shape) : "None";
   const std::string id = use_debug_name
                              ? fmt::format("'name={} id={}'", spec.qualified_name, params.ds_id[p])
                              : fmt::format("{}", params.ds_id[p]);
   return fmt::format(
       "{{'id': {}, 'status': '{}', 'numel': {}, 'ds_numel': {}, 'shape': {}, 'ds_shape': {}, "
-      "'requires_grad': {}, 'grad_shape': None, 'persist': {}, 'active_sub_modules': {}, "
+      "'requires_grad': {}, 'grad_shape': {}, 'persist': {}, 'active_sub_modules': {}, "
       "'ds_tensor.shape': torch.Size([{}])}}",
       id, kDsStatusNames[params.status[p]], resident ? params.numel[p] : 0, params.numel[p],
-      python_shape(shape), python_shape(ds_shape), params.frozen[p] ? "False" : "True",
+      python_shape(shape), python_shape(ds_shape), params.frozen[p] ? "False" : "True", grad_shape,
       params.persist[p] ? "True" : "False", python_int_set(params.consumers[p]),
       params.partition_numel[p]);
 }

@@ -31,6 +31,7 @@ ParamState initial_param_state(const model::Scenario& scenario) {
   params.compute_layout.assign(np, 0);
   params.swapped_in.assign(np, 0);
   params.fast_sharded.assign(np, 0);
+  params.has_grad.assign(np, 0);
   params.canonical.resize(np);
   for (size_t i = 0; i < np; ++i) {
     const model::ParamSpec& spec = scenario.params[i];

@@ -29,6 +29,7 @@ Process::Process(const model::Scenario& scenario, const Options& options, int32_
   emitter_.context.rank = rank;
   returned_.resize(scenario.modules.size());
   graph_.reserve(scenario.modules.size(), scenario.params.size());
+  call_outputs_.reserve(2 * scenario.modules.size());
   hazards_.reserve(Outcome::kMaxHazards);
 }
 
@@ -248,6 +249,9 @@ void Process::train_micro_step() {
   // engine.backward's _backward_epilogue reduces the bucket (allreduce_gradients) before the
   // optimizer's backward_epilogue releases the leftovers.
   reduction_epilogue();
+  // The reduction's partition_grads sets every reduced param's grad to None: all of them, since
+  // DeepSpeed's gradient hooks put every accumulated gradient into the bucket.
+  std::fill(params_.has_grad.begin(), params_.has_grad.end(), 0);
   coordinator_->release_backward_leftovers();
   in_graph_task_ = false;
   grad_enabled_ = false;

@@ -53,9 +53,19 @@ class Process {
   void load_checkpoint(const std::string& tag);
   void gather_persistent();
 
+  /// One forward program or checkpoint body being run: what its input is, and where its calls'
+  /// outputs that a later `input_from` reads begin in call_outputs_.
+  struct Scope {
+    bool input_rg;
+    size_t outputs_begin;
+  };
   bool call_module(ModuleIndex m, bool input_rg);
   bool call_hookless(ModuleIndex m, bool input_rg);
-  bool run_body(ModuleIndex m, const std::vector<model::Op>& ops, bool rg);
+  /// Runs `ops` as a scope of their own (a forward program or a checkpoint body) whose input
+  /// requires grad iff `input_rg`, from the running value `rg`.
+  bool run_scope(ModuleIndex m, const std::vector<model::Op>& ops, bool input_rg, bool rg);
+  bool run_body(ModuleIndex m, const std::vector<model::Op>& ops, bool rg, const Scope& scope);
+  bool run_call(const model::Op& op, bool rg, const Scope& scope);
   bool run_default_forward(ModuleIndex m, bool rg);
   bool own_compute(ModuleIndex m, bool rg);
   bool access(ModuleIndex context, const model::Op& op, bool rg);
@@ -111,6 +121,9 @@ class Process {
   int32_t backward_task_region_ = -1;  ///< the reentrant region whose nested backward runs, or -1
   SavedStateDicts saved_state_dicts_;
   std::vector<std::vector<ParamIndex>> returned_;  ///< per module: params returned this call
+  /// Per open scope, innermost last: whether the latest output of each callee that a later
+  /// `input_from` reads requires grad. Reserved up front.
+  std::vector<std::pair<ModuleIndex, bool>> call_outputs_;
   int64_t invalidations_before_ = 0;
   std::vector<std::string> warnings_;
   std::vector<Hazard> hazards_;  ///< bounded by Outcome::kMaxHazards; reserved up front

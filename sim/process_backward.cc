@@ -30,6 +30,11 @@ void Process::run_backward(size_t begin) {
         unpack_region(node.region);  // the first unpack of a saved tensor of the region
       }
       if (modules_.leaf[node.module]) {
+        // reduce_leaf_module_grads gives every param of the leaf a gradient (zeros if it had
+        // none) before it reduces them.
+        for (ParamIndex p : modules_.own_params[node.module]) {
+          params_.has_grad[params_.canonical[p]] = params_.frozen[p] ? 0 : 1;
+        }
         grad_reduction_.on_leaf_module_backward(node.module, backward_task_region_);
       }
       break;
@@ -74,6 +79,7 @@ void Process::accumulate_grad(const AutogradGraph::Node& node,
             model::kNone);
     }
   }
+  params_.has_grad[p] = 1;
   grad_reduction_.on_accumulated(p, backward_task_region_);
 }
 
@@ -162,7 +168,7 @@ void Process::replay(int32_t region_index) {
   if (region.reentrant) {
     const size_t begin = graph_.size();
     graph_.begin_nested_task();
-    run_body(region.module, *region.body, true);
+    run_scope(region.module, *region.body, true, true);
     emitter_.context.phase = Phase::Bwd;
     const int32_t outer_task = backward_task_region_;
     backward_task_region_ = region_index;
@@ -174,7 +180,7 @@ void Process::replay(int32_t region_index) {
     // discarded; torch stops it once every saved tensor is back (early stop).
     // The recompute runs on the original inputs, so its ops save exactly what the forward's did.
     graph_.begin_discarded_replay(region_index);
-    run_body(region.module, *region.body, region.input_rg);
+    run_scope(region.module, *region.body, region.input_rg, region.input_rg);
     graph_.end_discarded_replay();
   }
   emitter_.context.phase = saved_phase;

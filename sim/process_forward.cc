@@ -58,7 +58,8 @@ bool Process::call_module(ModuleIndex m, bool input_rg) {
   returned_[m].clear();
   bool rg = own_compute(m, input_rg);
   if (!graph_.stopping()) {
-    rg = scenario_.modules[m].has_forward ? run_body(m, scenario_.modules[m].forward, rg)
+    // The program's `input: forward_input` is the module's input, before its own computation.
+    rg = scenario_.modules[m].has_forward ? run_scope(m, scenario_.modules[m].forward, input_rg, rg)
                                           : run_default_forward(m, rg);
   }
   if (is_root) {
@@ -107,7 +108,7 @@ bool Process::call_hookless(ModuleIndex m, bool input_rg) {
     rg = access(m, read, rg);
   }
   if (scenario_.modules[m].has_forward) {
-    return run_body(m, scenario_.modules[m].forward, rg);
+    return run_scope(m, scenario_.modules[m].forward, input_rg, rg);
   }
   for (ModuleIndex child : scenario_.modules[m].children) {
     rg = call_hookless(child, rg);
@@ -150,7 +151,56 @@ bool Process::run_default_forward(ModuleIndex m, bool rg) {
   return rg;
 }
 
-bool Process::run_body(ModuleIndex m, const std::vector<Op>& ops, bool rg) {
+bool Process::run_scope(ModuleIndex m, const std::vector<Op>& ops, bool input_rg, bool rg) {
+  const size_t begin = call_outputs_.size();
+  rg = run_body(m, ops, rg, Scope{input_rg, begin});
+  call_outputs_.resize(begin);
+  return rg;
+}
+
+bool Process::run_call(const Op& op, bool rg, const Scope& scope) {
+  // What the callee is fed decides whether its input requires grad, and so whether it gets a
+  // post-backward node (docs/backward-order.md 6).
+  bool input_rg = rg;
+  switch (op.input) {
+  case model::CallInput::Running:
+    break;
+  case model::CallInput::NoGrad:
+    input_rg = false;
+    break;
+  case model::CallInput::ForwardInput:
+    input_rg = scope.input_rg;
+    break;
+  case model::CallInput::OutputOf: {
+    // The latest call of that module in this scope; one skipped by its `when` leaves the input
+    // of the scope (docs/scenario-format.md).
+    input_rg = scope.input_rg;
+    for (size_t i = call_outputs_.size(); i-- > scope.outputs_begin;) {
+      if (call_outputs_[i].first == op.input_from) {
+        input_rg = call_outputs_[i].second;
+        break;
+      }
+    }
+    break;
+  }
+  }
+  const bool output_rg = call_module(op.callee, input_rg);
+  if (op.output_read) {
+    auto entry = std::find_if(
+        call_outputs_.begin() + static_cast<std::ptrdiff_t>(scope.outputs_begin),
+        call_outputs_.end(), [&](const auto& output) { return output.first == op.callee; });
+    if (entry == call_outputs_.end()) {
+      call_outputs_.emplace_back(op.callee, output_rg);
+    } else {
+      entry->second = output_rg;
+    }
+  }
+  // The running value combines the call's output with what came before: `x = child(x)`, or
+  // `x = x + child(other)` for another input.
+  return output_rg || rg;
+}
+
+bool Process::run_body(ModuleIndex m, const std::vector<Op>& ops, bool rg, const Scope& scope) {
   for (const Op& op : ops) {
     if (graph_.stopping()) {
       return rg;
@@ -160,7 +210,7 @@ bool Process::run_body(ModuleIndex m, const std::vector<Op>& ops, bool rg) {
     }
     switch (op.kind) {
     case Op::Kind::Call:
-      rg = call_module(op.callee, rg) || rg;
+      rg = run_call(op, rg, scope);
       break;
     case Op::Kind::Access:
       rg = access(m, op, rg);
@@ -171,17 +221,17 @@ bool Process::run_body(ModuleIndex m, const std::vector<Op>& ops, bool rg) {
       break;
     case Op::Kind::Repeat:
       for (int64_t k = 0; k < op.count && !graph_.stopping(); ++k) {
-        rg = run_body(m, op.body, rg);
+        rg = run_body(m, op.body, rg, scope);
       }
       break;
     case Op::Kind::Checkpoint:
       if (!grad_enabled_) {
-        rg = run_body(m, op.body, rg);
+        rg = run_scope(m, op.body, rg, rg);
       } else if (op.reentrant) {
         // [I] semantics 2.7 (reentrant): the region runs under no_grad; one CheckpointFunction
         // node stands for it, and only if an input requires grad.
         grad_enabled_ = false;
-        run_body(m, op.body, rg);
+        run_scope(m, op.body, rg, rg);
         grad_enabled_ = true;
         // CheckpointFunction saves its inputs once its no_grad forward returns; inside a
         // non-reentrant region those saved tensors are the region's too, so the node's backward
@@ -192,7 +242,7 @@ bool Process::run_body(ModuleIndex m, const std::vector<Op>& ops, bool rg) {
         }
       } else {
         const int32_t enclosing = graph_.open_region(&op.body, m, rg);
-        rg = run_body(m, op.body, rg);
+        rg = run_scope(m, op.body, rg, rg);
         graph_.close_region(enclosing);
       }
       break;

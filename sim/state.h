@@ -62,6 +62,7 @@ struct ParamState {
   std::vector<uint8_t> compute_layout;  ///< ZenFlow: 1 when the data is in compute layout
   std::vector<uint8_t> swapped_in;      ///< NVMe offload: the partition is in a CPU buffer
   std::vector<uint8_t> fast_sharded;    ///< data is fast sharding's 1-element buffer (4.8), not []
+  std::vector<uint8_t> has_grad;        ///< param.grad is set: accumulated, not yet reduced
   std::vector<ParamIndex> canonical;    ///< alias -> target (identity for canonical params)
   std::vector<ParamIndex> by_id;        ///< canonical params in ds_id (registration) order
 };

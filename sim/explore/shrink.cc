@@ -41,6 +41,12 @@ std::vector<Op> filter_ops(const std::vector<Op>& ops, const std::vector<ModuleI
         continue;
       }
       copy.callee = module_map[op.callee];
+      if (op.input == model::CallInput::OutputOf) {
+        copy.input_from = module_map[op.input_from];
+        if (copy.input_from == kNone) {
+          copy.input = model::CallInput::Running;
+        }
+      }
     } else if (op.kind == Op::Kind::Access || op.kind == Op::Kind::Return) {
       if (param_map[op.param] == kNone) {
         continue;

@@ -34,6 +34,7 @@ ParamState engine2_at_failure(const model::Scenario& scenario) {
   params.numel = {64, 16, 16};
   params.partition_numel = {32, 8, 8};
   params.frozen = {1, 0, 0};
+  params.has_grad.assign(n, 0);
   return params;
 }
 
@@ -57,6 +58,14 @@ TEST_SUITE("sim") {
     CHECK(ds_summary(scenario, params, 2, false) ==
           "{'id': 5, 'status': 'INFLIGHT', 'numel': 16, 'ds_numel': 16, 'shape': (8, 2), "
           "'ds_shape': (8, 2), 'requires_grad': True, 'grad_shape': None, 'persist': True, "
+          "'active_sub_modules': {5, 8}, 'ds_tensor.shape': torch.Size([8])}");
+    // Once AccumulateGrad has given it a gradient (until the reduction ends engine.backward),
+    // grad_shape is the gradient's shape, the param's full shape, even while partitioned.
+    params.has_grad[2] = 1;
+    params.status[2] = Status::NotAvailable;
+    CHECK(ds_summary(scenario, params, 2, false) ==
+          "{'id': 5, 'status': 'NOT_AVAILABLE', 'numel': 0, 'ds_numel': 16, 'shape': (0,), "
+          "'ds_shape': (8, 2), 'requires_grad': True, 'grad_shape': (8, 2), 'persist': True, "
           "'active_sub_modules': {5, 8}, 'ds_tensor.shape': torch.Size([8])}");
   }
 

@@ -31,7 +31,10 @@ autograd graph in the order the simulator assumes (docs/backward-order.md, sim/a
 * a module below a z3 leaf (no hooks) instead reads each own param through the getter (data access);
 * ``call`` runs the child on the current activation (``h = child(h)``), adding up a child's
   ``outputs`` tensors; params a child returns are kept and added to ``h`` at the end of the caller's
-  forward unless the caller returns them in turn;
+  forward unless the caller returns them in turn; a call that says what it is fed (``input:
+  no_grad``: ``h.detach()``; ``input: forward_input``: the forward's or checkpoint region's input;
+  ``input_from: PATH``: the latest output of PATH's call in the same forward, else the input) runs the child on that
+  and adds its output: ``h = h + child(x)``;
 * ``access`` reads the param through the attribute chain (``self.adapter_A.weight``), so DeepSpeed's
   ZeROOrderedDict getter sees it; ``metadata`` takes ``.dtype``, ``data`` adds ``sum(p)`` (no saved
   tensor; a partitioned param fails to reshape to its shape, as a real use would);
@@ -170,6 +173,7 @@ class ZModule(nn.Module):
         pool = []  # params returned by children (aliases after DeepSpeed's pre-backward wrap)
         rets = []  # params this forward returns
         hooked, leaf = self._zf_hooks()
+        scope = _Scope(h)
         if hooked:
             h = self._zf_own_compute(h, leaf)
         else:
@@ -181,7 +185,7 @@ class ZModule(nn.Module):
             for child_index in spec["children"]:
                 h = self._zf_call(self._zf_rt["objs"][child_index], h, pool)
         else:
-            h = self._zf_run(spec["forward"], h, pool, rets)
+            h = self._zf_run(spec["forward"], h, pool, rets, scope)
         for r in pool:
             h = h + r.float().sum() * DATA_SCALE
         outs = (h, ) * int(spec["outputs"]) + tuple(rets)
@@ -200,7 +204,7 @@ class ZModule(nn.Module):
         pool.extend(extra)
         return y
 
-    def _zf_run(self, ops, h, pool, rets):
+    def _zf_run(self, ops, h, pool, rets, scope):
         for op in ops:
             if not when_holds(op.get("when")):
                 continue
@@ -209,7 +213,18 @@ class ZModule(nn.Module):
                 child = self
                 for seg in op["path"].split("."):
                     child = getattr(child, seg)
-                h = self._zf_call(child, h, pool)
+                if "input" in op or "input_from" in op:
+                    if op.get("input") == "no_grad":
+                        x = h.detach()
+                    elif op.get("input") == "forward_input":
+                        x = scope.input
+                    else:  # the call's latest output in this scope, else the scope's input
+                        x = scope.outputs.get(op["input_from"], scope.input)
+                    y = self._zf_call(child, x, pool)
+                    h = h + y
+                else:
+                    y = h = self._zf_call(child, h, pool)
+                scope.outputs[op["target"]] = y
             elif kind == "access":
                 p = self._zf_read(op["path"], op["from_root"])
                 if op["kind"] == "metadata":
@@ -230,17 +245,26 @@ class ZModule(nn.Module):
                     rets.append(target)
             elif kind == "repeat":
                 for _ in range(int(op["count"])):
-                    h = self._zf_run(op["body"], h, pool, rets)
+                    h = self._zf_run(op["body"], h, pool, rets, scope)
             elif kind == "checkpoint":
                 body = op["body"]
 
                 def region(hin, body=body):
-                    return self._zf_run(body, hin, pool, rets)
+                    return self._zf_run(body, hin, pool, rets, _Scope(hin))
 
                 h = torch.utils.checkpoint.checkpoint(region, h, use_reentrant=bool(op["reentrant"]))
             else:
                 raise ValueError(f"unknown operation {kind!r}")
         return h
+
+
+class _Scope:
+    """One forward program or checkpoint body being run: its input, and its calls' latest outputs
+    by call path (what ``input_from`` reads)."""
+
+    def __init__(self, input_tensor):
+        self.input = input_tensor
+        self.outputs = {}
 
 
 def _mean_term(p, ps):

@@ -295,6 +295,16 @@ def convert_ops(raw_ops, modules, mi, params_by_name, features):
             path = str(raw["call"])
             target = _descend(modules, mi, path)
             op = {"op": "call", "path": path, "target": modules[target]["qualified"]}
+            # what the call is fed (docs/scenario-format.md): the running value unless it says
+            if "input" in raw:
+                if raw["input"] not in ("no_grad", "forward_input"):
+                    raise ScenarioError(f"unknown call input {raw['input']!r}")
+                op["input"] = str(raw["input"])
+                features.add("call-input")
+            if "input_from" in raw:
+                source = _descend(modules, mi, str(raw["input_from"]))
+                op["input_from"] = modules[source]["qualified"]
+                features.add("call-input")
         elif "access" in raw or "returns" in raw:
             kind = "access" if "access" in raw else "returns"
             path = str(raw[kind])
