@@ -280,17 +280,16 @@ _CLASSES = {}
 
 
 def _class_for(spec):
-    name = spec.get("class") or "ZModule"
+    # A module without `class:` is a "Module", the name zfetch gives it in DeepSpeed's messages
+    # (load_state_dict's "Error(s) in loading state_dict for Module").
+    name = spec.get("class") or "Module"
     mod = spec.get("class_module") or __name__
     key = (name, mod)
     if key not in _CLASSES:
-        if name == "ZModule" and mod == __name__:
-            _CLASSES[key] = ZModule
-        else:
-            cls = type(name, (ZModule, ), {})
-            cls.__module__ = mod
-            cls.__qualname__ = name
-            _CLASSES[key] = cls
+        cls = type(name, (ZModule, ), {})
+        cls.__module__ = mod
+        cls.__qualname__ = name
+        _CLASSES[key] = cls
     return _CLASSES[key]
 
 
