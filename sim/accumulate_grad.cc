@@ -25,6 +25,17 @@ std::string empty_param_accumulate_error(std::span<const int64_t> shape, uint32_
   if (keeps_gradient) {
     return {};
   }
+  return grad_into_buffer_error(shape, data_numel);
+}
+
+std::string grad_into_buffer_error(std::span<const int64_t> shape, int64_t data_numel) {
+  if (shape.empty()) {
+    return {};
+  }
+  bool all_one = true;
+  for (int64_t d : shape) {
+    all_one = all_one && d == 1;
+  }
   if (data_numel == 1) {
     // Fast sharding's 1-element buffer: [1] broadcasts against anything, and the copy's output
     // shape is what does not match.
@@ -39,7 +50,10 @@ std::string empty_param_accumulate_error(std::span<const int64_t> shape, uint32_
         shape.back(), shape.size() - 1);
   }
   // [.., 1] broadcasts against [0]: the copy's output shape is what does not match (not seen on
-  // real DeepSpeed yet).
+  // real DeepSpeed yet); [1] fits.
+  if (shape.size() == 1) {
+    return {};
+  }
   std::vector<int64_t> broadcast(shape.begin(), shape.end());
   broadcast.back() = 0;
   return fmt::format("output with shape [0] doesn't match the broadcast shape [{}]",

@@ -21,4 +21,10 @@ namespace zfetch::sim {
 [[nodiscard]] std::string empty_param_accumulate_error(std::span<const int64_t> shape,
                                                        uint32_t uses, int64_t data_numel = 0);
 
+/// What torch raises when a gradient of `shape` is written into a 1-D tensor of `data_numel`
+/// elements, 0 or 1 (a copy, or an in-place add into a gradient made from the emptied data):
+/// the two shapes must broadcast, and the result must have the output's shape. "" when it fits.
+[[nodiscard]] std::string grad_into_buffer_error(std::span<const int64_t> shape,
+                                                 int64_t data_numel);
+
 }  // namespace zfetch::sim

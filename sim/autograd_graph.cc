@@ -58,13 +58,21 @@ void AutogradGraph::count_regenerated() {
   }
 }
 
-void AutogradGraph::add_compute(ModuleIndex m) {
+void AutogradGraph::add_compute(ModuleIndex m, bool input_rg) {
   if (!recording_) {
     count_regenerated();
     return;
   }
-  nodes_.push_back({Node::Kind::Compute, m, current_region_});
+  Node node{Node::Kind::Compute, m, current_region_};
+  node.input_rg = input_rg;
+  nodes_.push_back(node);
   count_saved_tensor();
+}
+
+void AutogradGraph::add_leaf_hook(ModuleIndex m) {
+  if (recording_) {
+    nodes_.push_back({Node::Kind::LeafHook, m, -1});
+  }
 }
 
 void AutogradGraph::add_reentrant_region(const std::vector<model::Op>* body, ModuleIndex m) {

@@ -21,7 +21,14 @@ class AutogradGraph {
   };
   /// A node of the graph (docs/backward-order.md, section 1).
   struct Node {
-    enum class Kind : uint8_t { PostBackward, Compute, PreBackward, Checkpoint, DataRead };
+    enum class Kind : uint8_t {
+      PostBackward,
+      Compute,
+      PreBackward,
+      Checkpoint,
+      DataRead,
+      LeafHook
+    };
     Kind kind;
     ModuleIndex module;  ///< DataRead: the module whose forward read the param's data
     int32_t region;      ///< Checkpoint: the region; Compute: its non-reentrant region, or -1
@@ -29,6 +36,8 @@ class AutogradGraph {
     /// AccumulateGrad becomes ready): accumulated_[accumulate_begin, + accumulate_count).
     uint32_t accumulate_begin = 0;
     uint32_t accumulate_count = 0;
+    /// Compute: the module's input requires grad (a z3 leaf's backward hook then runs after it)
+    bool input_rg = true;
   };
   /// A checkpointed region of one forward (2.7).
   struct Region {
@@ -65,7 +74,11 @@ class AutogradGraph {
   void add_pre_backward(ModuleIndex m);
   /// An op that saves tensors (a module's own computation); during a discarded replay it counts
   /// one saved tensor regenerated instead.
-  void add_compute(ModuleIndex m);
+  void add_compute(ModuleIndex m, bool input_rg);
+  /// The full backward hook of z3 leaf `m` called on an input that does not require grad: torch
+  /// calls it from the outputs' BackwardHookFunction node, created after the pre-backward nodes,
+  /// so it runs before m's pre-backward (torch/utils/hooks.py BackwardHook).
+  void add_leaf_hook(ModuleIndex m);
   /// A reentrant region's CheckpointFunction node, after its no_grad forward; it saves the
   /// region's inputs, so inside a non-reentrant region it is a saved tensor of that region too.
   void add_reentrant_region(const std::vector<model::Op>* body, ModuleIndex m);

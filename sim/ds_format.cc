@@ -39,7 +39,11 @@ std::string ds_summary(const model::Scenario& scenario, const ParamState& params
   const std::span<const int64_t> shape = resident ? std::span<const int64_t>(ds_shape) : zero;
   // param.grad keeps the param's shape; under ZenFlow the reduce bucket's copy of it is
   // transposed (__add_grad_to_ipg_bucket), as the stored shape is.
-  const std::string grad_shape = params.has_grad[p] ? python_shape(ds_shape) : "None";
+  // A z3 leaf's early hook makes it from the emptied data: (0,), or (1,) under fast sharding.
+  const int64_t emptied[] = {params.emptied_grad_numel[p]};
+  const std::string grad_shape = !params.has_grad[p]                 ? "None"
+                                 : params.emptied_grad_numel[p] >= 0 ? python_shape(emptied)
+                                                                     : python_shape(ds_shape);
   const std::string id = use_debug_name
                              ? fmt::format("'name={} id={}'", spec.qualified_name, params.ds_id[p])
                              : fmt::format("{}", params.ds_id[p]);

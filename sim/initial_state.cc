@@ -32,6 +32,7 @@ ParamState initial_param_state(const model::Scenario& scenario) {
   params.swapped_in.assign(np, 0);
   params.fast_sharded.assign(np, 0);
   params.has_grad.assign(np, 0);
+  params.emptied_grad_numel.assign(np, -1);
   params.canonical.resize(np);
   for (size_t i = 0; i < np; ++i) {
     const model::ParamSpec& spec = scenario.params[i];

@@ -252,6 +252,7 @@ void Process::train_micro_step() {
   // The reduction's partition_grads sets every reduced param's grad to None: all of them, since
   // DeepSpeed's gradient hooks put every accumulated gradient into the bucket.
   std::fill(params_.has_grad.begin(), params_.has_grad.end(), 0);
+  std::fill(params_.emptied_grad_numel.begin(), params_.emptied_grad_numel.end(), -1);
   coordinator_->release_backward_leftovers();
   in_graph_task_ = false;
   grad_enabled_ = false;

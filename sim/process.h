@@ -74,6 +74,8 @@ class Process {
   void post_backward(ModuleIndex m);
   void unpack_region(int32_t region);
   void accumulate_grad(const AutogradGraph::Node& node, AutogradGraph::Accumulation accumulation);
+  /// The backward hook of z3 leaf `m` (reduce_leaf_module_grads).
+  void leaf_module_backward(ModuleIndex m);
   void reduction_epilogue();
   [[nodiscard]] std::string autograd_execution(int32_t task_region) const;
   void replay(int32_t region);

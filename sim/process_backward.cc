@@ -29,14 +29,12 @@ void Process::run_backward(size_t begin) {
       if (node.region >= 0 && !graph_.region(node.region).replayed) {
         unpack_region(node.region);  // the first unpack of a saved tensor of the region
       }
-      if (modules_.leaf[node.module]) {
-        // reduce_leaf_module_grads gives every param of the leaf a gradient (zeros if it had
-        // none) before it reduces them.
-        for (ParamIndex p : modules_.own_params[node.module]) {
-          params_.has_grad[params_.canonical[p]] = params_.frozen[p] ? 0 : 1;
-        }
-        grad_reduction_.on_leaf_module_backward(node.module, backward_task_region_);
+      if (modules_.leaf[node.module] && node.input_rg) {
+        leaf_module_backward(node.module);
       }
+      break;
+    case AutogradGraph::Node::Kind::LeafHook:
+      leaf_module_backward(node.module);
       break;
     case AutogradGraph::Node::Kind::Checkpoint:
       unpack_region(node.region);  // CheckpointFunction.backward
@@ -44,19 +42,64 @@ void Process::run_backward(size_t begin) {
     case AutogradGraph::Node::Kind::DataRead:
       break;
     }
-    // AccumulateGrad has the highest priority: it runs as soon as it is ready.
-    for (const AutogradGraph::Accumulation& accumulation : graph_.accumulated(node)) {
-      accumulate_grad(node, accumulation);
+    // AccumulateGrad has the highest priority: it runs as soon as it is ready. Within one node
+    // the params' gradients come back through the op's inputs newest first (a compute with
+    // p1 then p2 sums their terms in that order), so the last param used is accumulated first
+    // (seen on real DeepSpeed, campaign 4242's fuzz-4242-47).
+    const std::span<const AutogradGraph::Accumulation> ready = graph_.accumulated(node);
+    for (auto it = ready.rbegin(); it != ready.rend(); ++it) {
+      accumulate_grad(node, *it);
     }
   }
 }
 
+void Process::leaf_module_backward(ModuleIndex m) {
+  // reduce_leaf_module_grads: `if param.grad is None: param.grad = torch.zeros_like(param)`
+  // for every trainable param of the leaf, then it reduces them. Called before the leaf's
+  // pre-backward (its input does not require grad), a partitioned param's zeros are empty.
+  for (ParamIndex p : modules_.own_params[m]) {
+    const ParamIndex c = params_.canonical[p];
+    if (params_.frozen[c] || params_.has_grad[c]) {
+      continue;
+    }
+    params_.has_grad[c] = 1;
+    if (params_.status[c] == Status::NotAvailable) {
+      params_.emptied_grad_numel[c] = static_cast<int8_t>(params_.fast_sharded[c] ? 1 : 0);
+    }
+  }
+  grad_reduction_.on_leaf_module_backward(m, backward_task_region_);
+}
+
 void Process::accumulate_grad(const AutogradGraph::Node& node,
                               AutogradGraph::Accumulation accumulation) {
+  const ParamIndex p = accumulation.param;
+  if (params_.emptied_grad_numel[p] >= 0) {
+    // The gradient is added in place to the one the leaf's hook made from the emptied data:
+    // `variable_grad += new_grad` (torch AccumulateGrad::accumulateGrad).
+    const std::string error =
+        grad_into_buffer_error(scenario_.params[p].shape, params_.emptied_grad_numel[p]);
+    if (!error.empty()) {
+      raise(OutcomeKind::Error, error,
+            fmt::format(
+                "{} belongs to z3 leaf module '{}', whose input does not require grad, so torch "
+                "calls the leaf's full backward hook (DeepSpeed's reduce_leaf_module_grads) "
+                "from its outputs' backward, before the leaf's pre-backward fetches the param. "
+                "The hook sets the missing gradient to torch.zeros_like(param) while the param "
+                "is partitioned ({}), and torch's AccumulateGrad then adds the real gradient "
+                "into that tensor in place. Feed the leaf an input that requires grad (for "
+                "example model.enable_input_require_grads()), keep its params persistent, or "
+                "do not make it a z3 leaf.",
+                scenario_.params[p].qualified_name,
+                scenario_.modules[scenario_.params[p].owner].qualified_name,
+                params_.emptied_grad_numel[p] == 1 ? "fast sharding's 1-element buffer"
+                                                   : "its data is empty"),
+            model::kNone);
+    }
+    params_.emptied_grad_numel[p] = -1;  // the sum has the full shape
+  }
   // The gradient has the param's full shape; storing it into a partitioned param's empty data
   // (shape [0]) can fail (sim/accumulate_grad.h).
-  const ParamIndex p = accumulation.param;
-  if (params_.status[p] != Status::Available) {
+  if (!params_.has_grad[p] && params_.status[p] != Status::Available) {
     const std::string error = empty_param_accumulate_error(
         scenario_.params[p].shape, accumulation.uses, params_.fast_sharded[p] ? 1 : 0);
     if (!error.empty()) {

@@ -82,6 +82,9 @@ bool Process::call_module(ModuleIndex m, bool input_rg) {
       for (int64_t k = 0; k < scenario_.modules[m].outputs; ++k) {
         graph_.add_pre_backward(m);
       }
+      if (modules_.leaf[m] && !input_rg) {
+        graph_.add_leaf_hook(m);
+      }
     }
     for (ParamIndex p : returned_[m]) {
       if (!params_.frozen[p]) {
@@ -130,7 +133,7 @@ bool Process::own_compute(ModuleIndex m, bool rg) {
   // module fed without grad leaves nothing for a checkpoint region to regenerate (PyTorch; seen
   // on real DeepSpeed, ac_lifecycle-no_grad_checkpoint_input_direct_backward).
   if (grad_enabled_ && (rg || uses_trainable)) {
-    graph_.add_compute(m);
+    graph_.add_compute(m, rg);
     for (ParamIndex p : modules_.own_params[m]) {
       if (!params_.frozen[p]) {
         graph_.add_use(p);

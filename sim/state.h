@@ -63,8 +63,11 @@ struct ParamState {
   std::vector<uint8_t> swapped_in;      ///< NVMe offload: the partition is in a CPU buffer
   std::vector<uint8_t> fast_sharded;    ///< data is fast sharding's 1-element buffer (4.8), not []
   std::vector<uint8_t> has_grad;        ///< param.grad is set: accumulated, not yet reduced
-  std::vector<ParamIndex> canonical;    ///< alias -> target (identity for canonical params)
-  std::vector<ParamIndex> by_id;        ///< canonical params in ds_id (registration) order
+  /// The numel of a gradient made by zeros_like(param) while its data was emptied (0, or 1 for
+  /// fast sharding's buffer), or -1: a z3 leaf's early backward hook (process_backward.cc)
+  std::vector<int8_t> emptied_grad_numel;
+  std::vector<ParamIndex> canonical;  ///< alias -> target (identity for canonical params)
+  std::vector<ParamIndex> by_id;      ///< canonical params in ds_id (registration) order
 };
 
 /// Per-module state (semantics section 0). `hooked` is false for descendants of z3 leaves.

@@ -35,6 +35,7 @@ ParamState engine2_at_failure(const model::Scenario& scenario) {
   params.partition_numel = {32, 8, 8};
   params.frozen = {1, 0, 0};
   params.has_grad.assign(n, 0);
+  params.emptied_grad_numel.assign(n, -1);
   return params;
 }
 
