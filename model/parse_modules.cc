@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <string_view>
+#include <unordered_map>
 
 #include "model/scenario_parser.h"
 
@@ -35,10 +36,6 @@ std::string too_many_elements(const std::string& param) {
                      kMaxNumel);
 }
 
-std::string join_name(const std::string& prefix, const std::string& name) {
-  return prefix.empty() ? name : prefix + "." + name;
-}
-
 std::string format_shape(const std::vector<int64_t>& shape) {
   return fmt::format("[{}]", fmt::join(shape, ", "));
 }
@@ -60,6 +57,10 @@ void ScenarioParser::read_model(const Field& root) {
     link_call_inputs(module.forward);
   }
   build_graph();
+}
+
+std::string ScenarioParser::join_name(const std::string& prefix, const std::string& name) {
+  return prefix.empty() ? name : prefix + "." + name;
 }
 
 void ScenarioParser::read_templates(const Field& field) {
@@ -331,27 +332,31 @@ void ScenarioParser::check_sibling_names(ModuleIndex module) {
   for (ModuleIndex child : spec.children) {
     entries.push_back({scenario_.modules[child].name, module_name_nodes_[child], false});
   }
+  // The first entry of each name: a hash lookup per entry, so 10^5 siblings stay linear.
+  std::unordered_map<std::string_view, size_t> first_of_name;
+  first_of_name.reserve(entries.size());
   for (size_t i = 0; i < entries.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (entries[j].name != entries[i].name || entries[i].name.empty()) {
-        continue;
-      }
-      const Entry& first = entries[j];
-      const Entry& second = entries[i];
-      std::string message;
-      if (first.is_param && second.is_param) {
-        message =
-            fmt::format("duplicate parameter '{}' in module '{}'", second.name, describe(module));
-      } else if (!first.is_param && !second.is_param) {
-        message = fmt::format("duplicate child '{}' in module '{}'", second.name, describe(module));
-      } else {
-        message = fmt::format("'{}' is both a parameter and a child of module '{}'", second.name,
-                              describe(module));
-      }
-      reader_.error(second.node, message,
-                    {reader_.quoting_note(first.node, "previous definition here")});
-      break;
+    const Entry& second = entries[i];
+    if (second.name.empty()) {
+      continue;
     }
+    const auto [found, inserted] = first_of_name.emplace(second.name, i);
+    if (inserted) {
+      continue;
+    }
+    const Entry& first = entries[found->second];
+    std::string message;
+    if (first.is_param && second.is_param) {
+      message =
+          fmt::format("duplicate parameter '{}' in module '{}'", second.name, describe(module));
+    } else if (!first.is_param && !second.is_param) {
+      message = fmt::format("duplicate child '{}' in module '{}'", second.name, describe(module));
+    } else {
+      message = fmt::format("'{}' is both a parameter and a child of module '{}'", second.name,
+                            describe(module));
+    }
+    reader_.error(second.node, message,
+                  {reader_.quoting_note(first.node, "previous definition here")});
   }
 }
 
@@ -495,10 +500,7 @@ bool ScenarioParser::read_shape(const Field& field, ParamSpec& param) {
 }
 
 void ScenarioParser::resolve_ties() {
-  std::vector<std::string> names;
-  for (const ParamSpec& param : scenario_.params) {
-    names.push_back(param.qualified_name);
-  }
+  std::vector<std::string> names;  // built at the first unknown target
   for (const PendingTie& tie : ties_) {
     std::string target = tie.target.Scalar();
     if (!target.empty() && target.front() == '/') {
@@ -507,6 +509,11 @@ void ScenarioParser::resolve_ties() {
     const auto found = param_by_name_.find(target);
     ParamSpec& param = scenario_.params[tie.param];
     if (found == param_by_name_.end()) {
+      if (names.empty() && reader_.can_suggest(scenario_.params.size())) {
+        for (const ParamSpec& other : scenario_.params) {
+          names.push_back(other.qualified_name);
+        }
+      }
       reader_.error(
           tie.target,
           fmt::format("unknown parameter '{}' in 'tied_to' of '{}'", target, param.qualified_name),
@@ -518,44 +525,54 @@ void ScenarioParser::resolve_ties() {
     }
   }
 
-  // A chain a -> b -> c is one Parameter object; a loop has no object to be.
+  // A chain a -> b -> c is one Parameter object; a loop has no object to be. Each parameter
+  // ties to at most one other, so one walk per chain, never repeated, finds every loop and
+  // every parameter's canonical one in linear time (a chain of 10^5 ties included).
   const size_t count = scenario_.params.size();
-  std::vector<bool> in_cycle(count, false);
+  enum class Walk : uint8_t { Unvisited, OnPath, Done };
+  std::vector<Walk> walk(count, Walk::Unvisited);
+  std::vector<ParamIndex> canonical_of(count, kNone);  // kNone: in or into a loop
+  std::vector<ParamIndex> cycle_starts;                // each loop's first parameter in file order
+  std::vector<ParamIndex> path;
   for (ParamIndex start = 0; start < count; ++start) {
-    std::vector<ParamIndex> chain{start};
-    ParamIndex at = scenario_.params[start].tied_to;
-    while (at != kNone && at != start && chain.size() <= count) {
-      chain.push_back(at);
+    path.clear();
+    ParamIndex at = start;
+    while (at != kNone && walk[at] == Walk::Unvisited) {
+      walk[at] = Walk::OnPath;
+      path.push_back(at);
       at = scenario_.params[at].tied_to;
     }
-    if (at != start) {
-      continue;
+    ParamIndex canonical = kNone;
+    if (at == kNone) {
+      canonical = path.back();
+    } else if (walk[at] == Walk::Done) {
+      canonical = canonical_of[at];
+    } else {  // back on this walk's path: `at` .. the end of the path is a loop
+      const auto loop_begin = std::find(path.begin(), path.end(), at);
+      cycle_starts.push_back(*std::min_element(loop_begin, path.end()));
     }
-    in_cycle[start] = true;
-    // Report each loop once, at its first parameter in file order.
-    if (*std::min_element(chain.begin(), chain.end()) != start) {
-      continue;
+    for (ParamIndex member : path) {
+      walk[member] = Walk::Done;
+      canonical_of[member] = canonical;
     }
-    std::vector<std::string> path;
-    for (ParamIndex member : chain) {
-      path.push_back(scenario_.params[member].qualified_name);
+  }
+  std::sort(cycle_starts.begin(), cycle_starts.end());
+  for (ParamIndex first : cycle_starts) {
+    std::vector<std::string> names_on_loop{scenario_.params[first].qualified_name};
+    for (ParamIndex at = scenario_.params[first].tied_to; at != first;
+         at = scenario_.params[at].tied_to) {
+      names_on_loop.push_back(scenario_.params[at].qualified_name);
     }
-    path.push_back(scenario_.params[start].qualified_name);
-    reader_.error(param_name_nodes_[start],
-                  fmt::format("tied parameters form a cycle: {}", fmt::join(path, " -> ")));
+    names_on_loop.push_back(scenario_.params[first].qualified_name);
+    reader_.error(param_name_nodes_[first], fmt::format("tied parameters form a cycle: {}",
+                                                        fmt::join(names_on_loop, " -> ")));
   }
 
   for (const PendingTie& tie : ties_) {
     ParamSpec& alias = scenario_.params[tie.param];
-    if (alias.tied_to == kNone || in_cycle[tie.param]) {
-      continue;
-    }
-    ParamIndex canonical = alias.tied_to;
-    while (scenario_.params[canonical].tied_to != kNone) {
-      canonical = scenario_.params[canonical].tied_to;
-    }
-    if (in_cycle[canonical]) {
-      continue;
+    const ParamIndex canonical = canonical_of[tie.param];
+    if (alias.tied_to == kNone || canonical == kNone) {
+      continue;  // not tied, or in or into a loop (reported above)
     }
     const ParamSpec& target = scenario_.params[canonical];
     const std::vector<Note> notes = {reader_.quoting_note(

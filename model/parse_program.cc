@@ -320,15 +320,8 @@ std::optional<ModuleIndex> ScenarioParser::resolve_call(const YAML::Node& node, 
     const size_t dot = path->find('.', start);
     const std::string segment =
         path->substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    std::vector<std::string> candidates;
-    ModuleIndex next = kNone;
-    for (ModuleIndex child : scenario_.modules[at].children) {
-      const std::string& name = scenario_.modules[child].name;
-      candidates.push_back(walked.empty() ? name : walked + "." + name);
-      if (name == segment && next == kNone) {
-        next = child;
-      }
-    }
+    const ModuleIndex next = child_named(at, segment);
+    const std::string walked_before = walked;
     walked = walked.empty() ? segment : walked + "." + segment;
     if (next == kNone) {
       const std::string wanted = dot == std::string::npos ? walked : walked + path->substr(dot);
@@ -339,7 +332,12 @@ std::optional<ModuleIndex> ScenarioParser::resolve_call(const YAML::Node& node, 
         note.loc = YamlReader::loc(node);
         note.message = "a module cannot call itself; it calls its children";
         notes.push_back(note);
-      } else {
+      } else if (reader_.can_suggest(scenario_.modules[at].children.size())) {
+        std::vector<std::string> candidates;
+        for (ModuleIndex child : scenario_.modules[at].children) {
+          const std::string& name = scenario_.modules[child].name;
+          candidates.push_back(walked_before.empty() ? name : walked_before + "." + name);
+        }
         notes = reader_.did_you_mean(node, wanted, candidates);
       }
       reader_.error(
@@ -352,6 +350,28 @@ std::optional<ModuleIndex> ScenarioParser::resolve_call(const YAML::Node& node, 
     }
     start = dot + 1;
   }
+}
+
+ModuleIndex ScenarioParser::child_named(ModuleIndex module, const std::string& name) const {
+  // A hash lookup by qualified name (a scan of 10^5 siblings per call was quadratic). Every
+  // child is registered under its qualified name, so a miss means there is none; a hit is
+  // checked, because a child whose own name has a dot can share it with a grandchild (the
+  // first registered keeps it), and then the children are scanned.
+  const ModuleSpec& parent = scenario_.modules[module];
+  const auto found = module_by_name_.find(join_name(parent.qualified_name, name));
+  if (found == module_by_name_.end()) {
+    return kNone;
+  }
+  const ModuleSpec& hit = scenario_.modules[found->second];
+  if (hit.parent == module && hit.name == name) {
+    return found->second;
+  }
+  for (ModuleIndex child : parent.children) {
+    if (scenario_.modules[child].name == name) {
+      return child;
+    }
+  }
+  return kNone;
 }
 
 std::optional<ParamIndex> ScenarioParser::resolve_param(const YAML::Node& node,
@@ -370,11 +390,13 @@ std::optional<ParamIndex> ScenarioParser::resolve_param(const YAML::Node& node,
     return found->second;
   }
   std::vector<std::string> names;
-  for (const ParamSpec& param : scenario_.params) {
-    names.push_back(param.qualified_name);
+  if (reader_.can_suggest(scenario_.params.size())) {
+    for (const ParamSpec& param : scenario_.params) {
+      names.push_back(param.qualified_name);
+    }
   }
   std::vector<Note> notes;
-  if (const std::optional<std::string> best = closest_word(name, names)) {
+  if (const std::optional<std::string> best = reader_.closest(name, names)) {
     // Suggest the spelling the user would write here: relative below this module, else rooted.
     const std::string below = prefix.empty() ? "" : prefix + ".";
     const bool relative = !from_root && best->compare(0, below.size(), below) == 0;

@@ -52,12 +52,16 @@ class ScenarioParser {
   Condition read_condition(const Field& field);
   std::optional<ModuleIndex> resolve_call(const YAML::Node& node, ModuleIndex module,
                                           std::string_view key = "call");
+  /// The first child of `module` called `name`, or kNone.
+  [[nodiscard]] ModuleIndex child_named(ModuleIndex module, const std::string& name) const;
   std::optional<ParamIndex> resolve_param(const YAML::Node& node, std::string_view key,
                                           ModuleIndex module);
 
   void read_schedule_item(const YAML::Node& node, std::vector<std::string>& saved_tags);
   void read_expectation(const YAML::Node& key, const YAML::Node& value);
 
+  /// `prefix.name`, or `name` below the root (whose qualified name is "").
+  static std::string join_name(const std::string& prefix, const std::string& name);
   /// How messages name a module: its qualified name, or the model's name for the root.
   [[nodiscard]] std::string describe(ModuleIndex module) const;
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <unordered_map>
 
 #include "model/spellcheck.h"
 
@@ -124,14 +125,36 @@ std::vector<Note> suggestion_notes(SourceLoc at, std::string_view word,
 
 }  // namespace
 
+bool YamlReader::spend_suggestion_work(size_t candidates) {
+  if (!can_suggest(candidates)) {
+    return false;
+  }
+  suggestion_work_left_ -= candidates;
+  return true;
+}
+
 std::vector<Note> YamlReader::did_you_mean(const YAML::Node& node, std::string_view word,
-                                           std::span<const std::string_view> candidates) const {
+                                           std::span<const std::string_view> candidates) {
+  if (!spend_suggestion_work(candidates.size())) {
+    return {};
+  }
   return suggestion_notes(loc(node), word, candidates);
 }
 
 std::vector<Note> YamlReader::did_you_mean(const YAML::Node& node, std::string_view word,
-                                           std::span<const std::string> candidates) const {
+                                           std::span<const std::string> candidates) {
+  if (!spend_suggestion_work(candidates.size())) {
+    return {};
+  }
   return suggestion_notes(loc(node), word, candidates);
+}
+
+std::optional<std::string> YamlReader::closest(std::string_view word,
+                                               std::span<const std::string> candidates) {
+  if (!spend_suggestion_work(candidates.size())) {
+    return std::nullopt;
+  }
+  return closest_word(word, candidates);
 }
 
 std::string describe_value(const YAML::Node& node) {
@@ -167,7 +190,8 @@ bool YamlReader::expect_seq(const Field& field) {
 
 void YamlReader::check_keys(const YAML::Node& map, std::span<const std::string_view> known,
                             std::string_view context) {
-  std::vector<YAML::Node> seen;
+  // Each key by name, so that 10^5 keys take a hash lookup each instead of a scan of the others.
+  std::unordered_map<std::string_view, YAML::Node> seen;
   for (const auto& entry : map) {
     const YAML::Node& key = entry.first;
     if (!key.IsScalar()) {
@@ -175,14 +199,12 @@ void YamlReader::check_keys(const YAML::Node& map, std::span<const std::string_v
       continue;
     }
     const std::string& name = key.Scalar();
-    const auto previous = std::find_if(
-        seen.begin(), seen.end(), [&](const YAML::Node& other) { return other.Scalar() == name; });
-    if (previous != seen.end()) {
+    const auto [previous, inserted] = seen.emplace(name, key);
+    if (!inserted) {
       error(key, fmt::format("duplicate key '{}' in {}", name, context),
-            {quoting_note(*previous, "previous definition here")});
+            {quoting_note(previous->second, "previous definition here")});
       continue;
     }
-    seen.push_back(key);
     if (std::find(known.begin(), known.end(), name) == known.end()) {
       error(key, fmt::format("unknown key '{}' in {}", name, context),
             did_you_mean(key, name, known));

@@ -55,11 +55,26 @@ class YamlReader {
   void error_at(SourceLoc loc, uint32_t length, std::string message, std::vector<Note> notes = {});
   /// A note at `node` that quotes its line ("previous definition here").
   [[nodiscard]] Note quoting_note(const YAML::Node& node, std::string message) const;
-  /// A "did you mean 'x'?" note at `node` when `word` is close to a candidate; none otherwise.
+  /// A "did you mean 'x'?" note at `node` when `word` is close to a candidate; none otherwise,
+  /// and none once the file's suggestion work is spent (see kSuggestionWork).
   [[nodiscard]] std::vector<Note> did_you_mean(const YAML::Node& node, std::string_view word,
-                                               std::span<const std::string_view> candidates) const;
+                                               std::span<const std::string_view> candidates);
   [[nodiscard]] std::vector<Note> did_you_mean(const YAML::Node& node, std::string_view word,
-                                               std::span<const std::string> candidates) const;
+                                               std::span<const std::string> candidates);
+  /// closest_word within the same budget: nullopt once it is spent.
+  [[nodiscard]] std::optional<std::string> closest(std::string_view word,
+                                                   std::span<const std::string> candidates);
+  /// Whether `candidates` more may still be scored; callers that build a long candidate list
+  /// ask first, so that a file of 10^4 misspellings does not build 10^4 lists of 10^5 names.
+  [[nodiscard]] bool can_suggest(size_t candidates) const {
+    return candidates <= suggestion_work_left_;
+  }
+
+  /// How many candidates the suggestions of one file may score in all: far more than a
+  /// scenario with a handful of mistakes needs (a suggestion for each of 20 misspelled names
+  /// among 10^5 params), and a bound on the quadratic work of 10^4 misspellings among 10^4
+  /// names: past it, errors come without a suggestion.
+  static constexpr size_t kSuggestionWork = 2'000'000;
 
   /// True if the value is a mapping; otherwise reports "expected a mapping for 'name', got ...".
   bool expect_map(const Field& field);
@@ -84,8 +99,12 @@ class YamlReader {
  private:
   [[nodiscard]] uint32_t caret_length(const YAML::Node& node) const;
 
+  // Spends `candidates` of the budget; false (nothing spent) when it does not cover them.
+  bool spend_suggestion_work(size_t candidates);
+
   const SourceText& source_;
   DiagnosticList& out_;
+  size_t suggestion_work_left_ = kSuggestionWork;
 };
 
 /// The text a user wrote for `node`, for "got '...'" in messages.
