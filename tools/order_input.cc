@@ -1,25 +1,22 @@
 // load_order_or_report: read the file, validate it, print located errors.
 #include "tools/order_input.h"
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "diag/render.h"
+#include "io/input_file.h"
 
 namespace zfetch::tools {
 
 std::optional<trace::OrderFile> load_order_or_report(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in && !in.eof()) {
-    std::fprintf(stderr, "%s: error: cannot read file: %s\n", path.c_str(), std::strerror(errno));
+  // Read as scenarios are: a directory, a device or an endless stream is an error, not a hang.
+  const io::InputText input = io::read_input_file(path);
+  if (!input.text) {
+    std::fprintf(stderr, "%s: error: cannot read file: %s\n", path.c_str(), input.error.c_str());
     return std::nullopt;
   }
-  trace::OrderParseResult parsed = trace::parse_order_file(path, text);
+  trace::OrderParseResult parsed = trace::parse_order_file(path, *input.text);
   std::fputs(diag::render(parsed.diagnostics).c_str(), stderr);
   return std::move(parsed.order);
 }

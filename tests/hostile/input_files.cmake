@@ -39,3 +39,9 @@ if(truncated EQUAL 0)
   expect_run(CODE 2 STDERR "huge.yaml: error: cannot read file: is larger than the 64 MiB limit"
              COMMAND ${ZFETCH} validate ${dir}/huge.yaml)
 endif()
+# An order file is read as scenarios are: /dev/zero and a directory are errors, not endless reads.
+expect_run(CODE 2 STDERR "/dev/zero: error: cannot read file: is larger than the 64 MiB limit for input files"
+           COMMAND ${ZFETCH} run ${SEED} --expect-order /dev/zero)
+file(MAKE_DIRECTORY ${dir}/order.txt)
+expect_run(CODE 2 STDERR "order.txt: error: cannot read file: is a directory"
+           COMMAND ${ZFETCH} run ${SEED} --expect-order ${dir}/order.txt)
