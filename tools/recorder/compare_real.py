@@ -4,7 +4,7 @@
     python3 tools/recorder/compare_real.py --seed-real            # the traces in scenarios/real/
     python3 tools/recorder/compare_real.py --scenario S.yaml --policy P --real T.jsonl [--error E.txt]
 
---corpus takes what tools/recorder/device_corpus.sh produced (corpus.tgz, or the folder it unpacks to):
+--corpus takes what tools/recorder/run_corpus.sh produced (corpus.tgz, or the folder it unpacks to):
 per scenario and policy a result file (outcome, where it failed, the process's id bases) and the
 rank-0 trace.  For each, the simulator runs the same scenario and policy
 (``zfetch run YAML --discovery P --trace F --json``) and ``zfetch diff`` compares the two traces
@@ -31,7 +31,7 @@ import re
 import subprocess
 import sys
 
-sys.dont_write_bytecode = True  # no __pycache__ in tools/recorder (it would travel to the device)
+sys.dont_write_bytecode = True  # no __pycache__ in tools/recorder (it would be copied with the tree to the machine that runs DeepSpeed)
 import tarfile
 import tempfile
 import threading

@@ -1,6 +1,6 @@
 """Run the whole converted corpus on real DeepSpeed: one torchrun per world size, in parallel.
 
-Called by device_corpus.sh (which sets PYTHONPATH, DS_ACCELERATOR=cpu, ...); see there.
+Called by run_corpus.sh (which sets PYTHONPATH, DS_ACCELERATOR=cpu, ...); see there.
 
     python3 tools/recorder/corpus_driver.py --out OUTDIR [--budget S] [--only KEY ...] [--worlds 1 2 8]
 
@@ -165,7 +165,7 @@ def main():
                 json.dump({"key": e["key"], "policy": pol, "yaml": e.get("yaml"), "world_size": e["world_size"],
                            "outcome": "process-died" if started else "not-run",
                            "exc_str": "stopped or died (see log.wN.txt)" if started else
-                           "not reached within the device time budget"}, f, indent=1)
+                           "not reached within the time budget"}, f, indent=1)
 
     # pack
     with open(os.path.join(res_dir, "manifest.json"), "w") as f:

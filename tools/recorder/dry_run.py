@@ -20,7 +20,7 @@ import os
 import subprocess
 import sys
 
-sys.dont_write_bytecode = True  # no __pycache__ in tools/recorder (it would travel to the device)
+sys.dont_write_bytecode = True  # no __pycache__ in tools/recorder (it would be copied with the tree to the machine that runs DeepSpeed)
 import tempfile
 
 import torch

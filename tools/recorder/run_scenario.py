@@ -7,7 +7,7 @@ Launch (CPU ranks, gloo), from the repository root, with the DeepSpeed snapshot 
       --manifest tools/recorder/corpus/manifest.json --world W --out DIR [--only KEY ...] [--deadline EPOCH]
 
 It runs, in ONE process group, every scenario of the manifest whose world_size is W (converted by
-scenario_to_json.py: the device needs no YAML), under both discovery policies, one after the other, and
+scenario_to_json.py: the machine that runs DeepSpeed needs no YAML library), under both discovery policies, one after the other, and
 writes into DIR, per scenario KEY and policy P:
 
     KEY.P.rank0.jsonl        the rank-0 zfetch trace (tools/recorder/zfetch_record/)
@@ -694,7 +694,7 @@ def main():
             if rank == 0:
                 write_json(result_path(args, key, policy),
                            {"key": key, "policy": policy, "yaml": entry.get("yaml"), "world_size": world,
-                            "outcome": "not-run", "exc_str": "the device time budget ran out"})
+                            "outcome": "not-run", "exc_str": "the time budget ran out"})
             continue
         if rank == 0:
             open(os.path.join(args.out, "started", f"{key}.{policy}"), "w").close()

@@ -4,7 +4,7 @@
 
 PATH: scenario files or folders (default: scenarios/); .yaml, .yml and .json files are taken, except
 calibration files and anything under scenarios/real/.  DIR (default tools/recorder/corpus) receives
-one JSON file per scenario and manifest.json, which lists them.  Runs here (PyYAML); the device needs no
+one JSON file per scenario and manifest.json, which lists them.  Needs PyYAML; the machine that runs DeepSpeed needs no
 YAML: run_scenario.py reads only the JSON.
 
 Each JSON file keeps the scenario's structure and adds what the runner needs resolved:

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# One device call: both seed runs (fresh processes, exact ids) and the validation matrix, 2 CPU ranks
+# Both seed runs (fresh processes, exact ids) and the validation matrix, 2 CPU ranks
 # with gloo.  Needs the DeepSpeed snapshot in .dsenv/.ds and the pydantic/hjson stand-ins in .dsenv
-# (carry: [".dsenv"]).  Results: $OUT/results.tar.gz (everything), $OUT/log.txt, the seed exception files.
+# (docs/deepspeed-validation.md).  Results in RESULTS_DIR (default ./seed-results): results.tar.gz
+# (everything), log.txt, the seed exception files.
 set -u
+# RESULTS_DIR is taken relative to where the script is started.
+OUTDIR=$(realpath -m "${RESULTS_DIR:-seed-results}"); mkdir -p "$OUTDIR"
 cd "$(dirname "$0")/../.."
 export PYTHONPATH=$PWD/.dsenv/.ds:$PWD/.dsenv:$PWD/tools/recorder
 export DS_ACCELERATOR=cpu CUDA_VISIBLE_DEVICES= PYTHONUNBUFFERED=1 OMP_NUM_THREADS=1
 R=/tmp/zres; rm -rf "$R" /tmp/zfetch_ckpt; mkdir -p "$R"; L=$R/log.txt
-OUTDIR=${OUT:-/tmp/zout}; mkdir -p "$OUTDIR"
 run() {
   local limit=$1; shift
   echo "=== $* (limit ${limit}s) $(date +%T)" >>"$L"
