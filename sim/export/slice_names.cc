@@ -1,26 +1,15 @@
 // Names of slices, modules and parameters in exported files (see slice_names.h).
 #include "sim/export/slice_names.h"
 
+#include "base/enum_names.h"
+
 namespace zfetch::sim {
 
 std::string_view slice_kind_name(Slice::Kind kind) {
-  switch (kind) {
-  case Slice::Kind::Compute:
-    return "compute";
-  case Slice::Kind::Gather:
-    return "gather";
-  case Slice::Kind::Prefetch:
-    return "prefetch";
-  case Slice::Kind::GetterGather:
-    return "getter_gather";
-  case Slice::Kind::PersistentGather:
-    return "persistent_gather";
-  case Slice::Kind::H2d:
-    return "h2d";
-  case Slice::Kind::ReduceScatter:
-    return "reduce_scatter";
-  }
-  return "?";
+  static constexpr base::EnumNames<Slice::Kind::ReduceScatter> kNames(
+      "compute", "gather", "prefetch", "getter_gather", "persistent_gather", "h2d",
+      "reduce_scatter");
+  return kNames[kind];
 }
 
 std::string_view module_display_name(const model::Scenario& scenario, model::ModuleIndex m) {
