@@ -26,9 +26,10 @@ std::vector<std::string> event_lines(const std::vector<Event>& events) {
   return lines;
 }
 
-// Runs the fast path on `line` as the reader's buffer holds it: newline, then padding.
-bool parse(const std::string& line, Event& e) {
-  std::string buffer = line + '\n' + std::string(kWriterFormPadding, 'x');
+// Runs the fast path on `line` as the reader's buffer holds it: newline, then padding. The
+// event's names point into `buffer`, which must outlive every use of the event.
+bool parse(const std::string& line, std::string& buffer, Event& e) {
+  buffer = line + '\n' + std::string(kWriterFormPadding, 'x');
   return parse_writer_form(buffer.data(), buffer.data() + line.size(), e);
 }
 
@@ -60,8 +61,9 @@ TEST_CASE("writer form: the writer's lines take the fast path unless escaped or 
   REQUIRE(lines.size() == events.size());
   for (size_t i = 0; i < lines.size(); ++i) {
     Event e;
+    std::string buffer;
     const bool fast_form = in_fast_form(lines[i]);
-    CHECK_MESSAGE(parse(lines[i], e) == fast_form, lines[i]);
+    CHECK_MESSAGE(parse(lines[i], buffer, e) == fast_form, lines[i]);
     if (fast_form) {
       ++fast;
       CHECK(testing::OwnedEvent(e) == testing::OwnedEvent(events[i]));
@@ -87,7 +89,8 @@ TEST_CASE("writer form: a line it accepts is the writer's line for what it read"
       }
       for (const std::string& variant : variants) {
         Event e;
-        if (parse(variant, e)) {
+        std::string buffer;
+        if (parse(variant, buffer, e)) {
           ++accepted;
           CHECK_MESSAGE(written(e) == variant, variant);
         } else {
@@ -102,20 +105,21 @@ TEST_CASE("writer form: a line it accepts is the writer's line for what it read"
 
 TEST_CASE("writer form: forms the writer never writes go to the general parser") {
   Event e;
+  std::string buffer;
   const std::string base =
       R"({"seq":1,"t_ns":2,"rank":0,"engine":0,"step":0,"micro_step":0,"phase":"fwd","kind":"fetch"})";
-  REQUIRE(parse(base, e));
+  REQUIRE(parse(base, buffer, e));
   CHECK(e.kind == EventKind::Fetch);
   CHECK(e.trace_step == -1);
   CHECK(e.module_id == -1);
-  CHECK_FALSE(parse(R"({"seq":01,)" + base.substr(9), e));                   // leading zero
-  CHECK_FALSE(parse(R"({"seq":1234567890123456789,)" + base.substr(9), e));  // 19 digits
-  CHECK_FALSE(parse(R"({ "seq":1,)" + base.substr(9), e));                   // whitespace
-  CHECK_FALSE(parse(base.substr(0, base.size() - 1) + R"(,"rank":1})", e));  // duplicate
-  CHECK_FALSE(parse(base + " ", e));
+  CHECK_FALSE(parse(R"({"seq":01,)" + base.substr(9), buffer, e));                   // leading zero
+  CHECK_FALSE(parse(R"({"seq":1234567890123456789,)" + base.substr(9), buffer, e));  // 19 digits
+  CHECK_FALSE(parse(R"({ "seq":1,)" + base.substr(9), buffer, e));                   // whitespace
+  CHECK_FALSE(parse(base.substr(0, base.size() - 1) + R"(,"rank":1})", buffer, e));  // duplicate
+  CHECK_FALSE(parse(base + " ", buffer, e));
   std::string unknown_kind = base;
   unknown_kind.replace(unknown_kind.find("fetch"), 5, "fetcx");
-  CHECK_FALSE(parse(unknown_kind, e));
+  CHECK_FALSE(parse(unknown_kind, buffer, e));
 }
 
 }  // namespace
