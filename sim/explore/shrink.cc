@@ -2,6 +2,7 @@
 #include "sim/explore/shrink.h"
 
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "model/load.h"
@@ -197,43 +198,41 @@ std::optional<Scenario> simplify(const Scenario& s, size_t which) {
   Scenario out = s;
   const model::DeepSpeedConfig defaults;
   model::ZeroConfig& z = out.config.zero;
+  // Sets `field` to `value`; whether that changed it.
+  const auto set_to = []<typename T>(T& field, std::type_identity_t<T> value) {
+    const bool differs = field != value;
+    field = value;
+    return differs;
+  };
   bool changed = true;
   switch (which) {
   case 0:
-    changed = out.world_size != 1;
-    out.world_size = 1;
+    changed = set_to(out.world_size, 1);
     break;
   case 1:
     changed = out.world_size > 2;
     out.world_size = 2;
     break;
   case 2:
-    changed = out.config.gradient_accumulation_steps != 1;
-    out.config.gradient_accumulation_steps = 1;
+    changed = set_to(out.config.gradient_accumulation_steps, 1);
     break;
   case 3:
-    changed = out.config.train_micro_batch_size_per_gpu != 1;
-    out.config.train_micro_batch_size_per_gpu = 1;
+    changed = set_to(out.config.train_micro_batch_size_per_gpu, 1);
     break;
   case 4:
-    changed = z.prefetch_bucket_size != defaults.zero.prefetch_bucket_size;
-    z.prefetch_bucket_size = defaults.zero.prefetch_bucket_size;
+    changed = set_to(z.prefetch_bucket_size, defaults.zero.prefetch_bucket_size);
     break;
   case 5:
-    changed = z.max_reuse_distance != defaults.zero.max_reuse_distance;
-    z.max_reuse_distance = defaults.zero.max_reuse_distance;
+    changed = set_to(z.max_reuse_distance, defaults.zero.max_reuse_distance);
     break;
   case 6:
-    changed = z.max_live_parameters != defaults.zero.max_live_parameters;
-    z.max_live_parameters = defaults.zero.max_live_parameters;
+    changed = set_to(z.max_live_parameters, defaults.zero.max_live_parameters);
     break;
   case 7:
-    changed = z.model_persistence_threshold != defaults.zero.model_persistence_threshold;
-    z.model_persistence_threshold = defaults.zero.model_persistence_threshold;
+    changed = set_to(z.model_persistence_threshold, defaults.zero.model_persistence_threshold);
     break;
   case 8:
-    changed = z.module_granularity_threshold != 0;
-    z.module_granularity_threshold = 0;
+    changed = set_to(z.module_granularity_threshold, 0);
     break;
   case 9:
     changed = z.offload_param_set;
