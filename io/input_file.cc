@@ -154,6 +154,9 @@ InputStream::InputStream(const std::string& path) {
         ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
       }
       buffer_ = std::make_unique<Buffer>(fd);
+      if (S_ISREG(info.st_mode)) {
+        regular_fd_ = fd;
+      }
     }
   }
   stream_ = std::make_unique<std::istream>(buffer_.get());

@@ -44,12 +44,16 @@ class InputStream {
   [[nodiscard]] const std::string& error() const { return error_; }
   /// The content; reading fails (badbit) on a read error.
   [[nodiscard]] std::istream& stream();
+  /// The descriptor of the file when it is a regular one, which a reader may map instead of
+  /// reading it through stream() (io/mapped_window.h); -1 for a FIFO, a device or an error.
+  [[nodiscard]] int regular_file_descriptor() const { return regular_fd_; }
 
  private:
   class Buffer;
   std::unique_ptr<Buffer> buffer_;
   std::unique_ptr<std::istream> stream_;
   std::string error_;
+  int regular_fd_ = -1;
 };
 
 /// True when `path` is a regular file (so its first bytes can be looked at without waiting).

@@ -1,13 +1,11 @@
 // zfetch diff RECORDED EXPECTED: compares a recorded trace with an expected trace (or an order
 // file), LLVM FileCheck-style; exit 0 equal, 1 different, 2 bad input.
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
-#include <fstream>
 #include <memory>
 #include <string>
 
 #include "diag/render.h"
+#include "io/input_file.h"
 #include "tools/commands.h"
 #include "tools/diff_render.h"
 #include "tools/order_input.h"
@@ -65,10 +63,10 @@ int run_order_check(const DiffCommandOptions& o, const trace::Projection& projec
   if (!order) {
     return kExitBadInput;
   }
-  std::ifstream in(o.recorded, std::ios::binary);
-  if (!in) {
+  io::InputStream in(o.recorded);
+  if (!in.error().empty()) {
     std::fprintf(stderr, "%s: error: cannot read file: %s\n", o.recorded.c_str(),
-                 std::strerror(errno));
+                 in.error().c_str());
     return kExitBadInput;
   }
   trace::TraceReader reader(in, o.recorded);
@@ -106,14 +104,12 @@ int run_diff(const DiffCommandOptions& o) {
   if (!ends_with(o.expected, ".jsonl")) {
     return run_order_check(o, options.projection);
   }
-  std::ifstream recorded_in(o.recorded, std::ios::binary);
-  std::ifstream expected_in(o.expected, std::ios::binary);
-  for (const auto* file : {&o.recorded, &o.expected}) {
-    const bool ok =
-        file == &o.recorded ? static_cast<bool>(recorded_in) : static_cast<bool>(expected_in);
-    if (!ok) {
-      std::fprintf(stderr, "%s: error: cannot read file: %s\n", file->c_str(),
-                   std::strerror(errno));
+  io::InputStream recorded_in(o.recorded);
+  io::InputStream expected_in(o.expected);
+  for (const auto& [file, in] :
+       {std::pair{&o.recorded, &recorded_in}, {&o.expected, &expected_in}}) {
+    if (!in->error().empty()) {
+      std::fprintf(stderr, "%s: error: cannot read file: %s\n", file->c_str(), in->error().c_str());
       return kExitBadInput;
     }
   }

@@ -72,7 +72,7 @@ bool validate_trace(const std::string& path) {
     std::fprintf(stderr, "%s: error: cannot read file: %s\n", path.c_str(), in.error().c_str());
     return false;
   }
-  trace::TraceReader reader(in.stream(), path);
+  trace::TraceReader reader(in, path);
   uint64_t events = 0;
   if (reader.read_header()) {
     while (reader.next() != nullptr) {

@@ -1,7 +1,8 @@
-// TraceReader: reads the stream in large chunks, splits lines with memchr, and parses each line
-// in place, so memory stays constant and names are views into the current line. Lines in the
-// writer's own form take parse_writer_form; any other line (and every error) the general
-// parser below, which locates what is wrong.
+// TraceReader: maps a regular file a window at a time (io/mapped_window.h) or reads any other
+// stream in large chunks, splits lines with memchr, and parses each line where it lies, so
+// memory stays constant and names are views into the current line. Lines in the writer's own
+// form take parse_writer_form; any other line (and every error) the general parser below,
+// which locates what is wrong, on a copy of the line (it unescapes strings in place).
 #include "trace/reader.h"
 
 #include <fmt/format.h>
@@ -12,6 +13,8 @@
 #include <limits>
 #include <vector>
 
+#include "io/input_file.h"
+#include "io/mapped_window.h"
 #include "trace/flat_json.h"
 #include "trace/json_escape.h"
 #include "trace/names.h"
@@ -20,7 +23,10 @@
 namespace zfetch::trace {
 namespace {
 
-constexpr size_t kReadChunk = 1 << 20;
+// What a stream is read in (fits in the core's cache with what parsing it touches), and what a
+// mapped file is mapped in (larger: each map costs a system call and a TLB flush).
+constexpr size_t kReadChunk = size_t{256} << 10;
+constexpr size_t kMapWindow = size_t{8} << 20;
 
 // Keys of an event line, in the writer's order; the bit of key i in `seen` is 1 << i.
 enum Key : uint8_t {
@@ -79,13 +85,15 @@ std::string unknown_name_message(std::string_view what, std::string_view name,
 }  // namespace
 
 struct TraceReader::State {
-  std::istream& in;
+  std::istream* in = nullptr;                // the stream read, or
+  std::unique_ptr<io::MappedWindow> window;  // the regular file mapped
   std::string file;
-  // Bytes read and not yet parsed, followed by kWriterFormPadding bytes that reads never fill
-  // (so that the fast path may load past a line's newline).
-  std::vector<char> buffer = std::vector<char>(kReadChunk + kWriterFormPadding);
-  size_t begin = 0;  // start of the unread bytes in `buffer`
-  size_t end = 0;    // end of the bytes read so far
+  // Stream: bytes read and not yet parsed, followed by kWriterFormPadding bytes that reads
+  // never fill (so that the fast path may load past a line's newline). Mapped file: the last
+  // line, copied here when fewer than kWriterFormPadding bytes of the file follow it.
+  std::vector<char> buffer;
+  size_t begin = 0;  // start of the unread bytes in `buffer` (stream) or the window (mapped)
+  size_t end = 0;    // end of the bytes read so far (stream)
   bool eof = false;
   uint64_t line = 0;
   bool header_read = false;
@@ -99,8 +107,19 @@ struct TraceReader::State {
   // The line being parsed as it was read: parsing unescapes strings in place, and an error
   // quotes the line as the user wrote it.
   std::string original_line;
+  // The general parser's copy of the line, which it unescapes in place.
+  std::string scratch;
 
-  State(std::istream& stream, std::string name) : in(stream), file(std::move(name)) {}
+  State(std::istream& stream, std::string name)
+      : in(&stream), file(std::move(name)), buffer(kReadChunk + kWriterFormPadding) {}
+  State(io::InputStream& stream, std::string name) : file(std::move(name)) {
+    if (stream.regular_file_descriptor() >= 0) {
+      window = std::make_unique<io::MappedWindow>(stream.regular_file_descriptor());
+    } else {
+      in = &stream.stream();
+      buffer.resize(kReadChunk + kWriterFormPadding);
+    }
+  }
 
   // An error at column `col` (0: the whole line) of the current line, `length` wide.
   bool fail(std::string message, uint32_t col = 0, uint32_t length = 1) {
@@ -126,9 +145,14 @@ struct TraceReader::State {
     original_line.assign(first, static_cast<size_t>(last - first));
   }
 
-  // Sets [first, last) to the next line without its newline; false at the end of the input
-  // (error unset) or on a truncated last line (error set).
-  bool next_line(char*& first, char*& last) {
+  // Sets [first, last) to the next line without its newline, followed by kWriterFormPadding
+  // readable bytes; false at the end of the input (error unset) or on a truncated last line or
+  // a failure to read (error set).
+  bool next_line(const char*& first, const char*& last) {
+    return window ? next_mapped_line(first, last) : next_read_line(first, last);
+  }
+
+  bool next_read_line(const char*& first, const char*& last) {
     while (true) {
       void* newline = std::memchr(buffer.data() + begin, '\n', end - begin);
       if (newline != nullptr) {
@@ -139,20 +163,7 @@ struct TraceReader::State {
         return true;
       }
       if (eof) {
-        if (begin != end) {
-          ++line;
-          keep_line(buffer.data() + begin, buffer.data() + end);
-          fail("truncated last line",
-               static_cast<uint32_t>(std::min<size_t>(end - begin + 1, UINT32_MAX)));
-          error->notes.push_back(
-              {{},
-               "the file ends without a newline: was the trace still being written?",
-               "",
-               1,
-               ""});
-          return false;
-        }
-        return false;
+        return begin != end && fail_truncated(buffer.data() + begin, buffer.data() + end);
       }
       // Keep the partial line, and grow only when a single line fills the whole buffer.
       std::memmove(buffer.data(), buffer.data() + begin, end - begin);
@@ -162,14 +173,75 @@ struct TraceReader::State {
       if (end == capacity) {
         buffer.resize(capacity * 2 + kWriterFormPadding);
       }
-      in.read(buffer.data() + end,
-              static_cast<std::streamsize>(buffer.size() - kWriterFormPadding - end));
-      const auto count = static_cast<size_t>(in.gcount());
+      in->read(buffer.data() + end,
+               static_cast<std::streamsize>(buffer.size() - kWriterFormPadding - end));
+      const auto count = static_cast<size_t>(in->gcount());
       end += count;
-      if (count == 0 || !in) {
+      if (count == 0 || !*in) {
         eof = true;
       }
     }
+  }
+
+  bool next_mapped_line(const char*& first, const char*& last) {
+    if (window->data() == nullptr && !window->reaches_end() && !remap(kMapWindow)) {
+      return false;
+    }
+    while (true) {
+      const char* rest = window->data() + begin;
+      const size_t available = window->size() - begin;
+      const auto* newline =
+          available == 0 ? nullptr : static_cast<const char*>(std::memchr(rest, '\n', available));
+      const size_t after = newline == nullptr ? 0 : available - static_cast<size_t>(newline - rest);
+      if (newline != nullptr && after > kWriterFormPadding) {
+        first = rest;
+        last = newline;
+        begin += static_cast<size_t>(newline - rest) + 1;
+        ++line;
+        return true;
+      }
+      if (window->reaches_end()) {
+        if (newline == nullptr) {
+          return available != 0 && fail_truncated(rest, rest + available);
+        }
+        // One of the last lines of the file: padded in the buffer.
+        const auto length = static_cast<size_t>(newline - rest);
+        buffer.assign(rest, newline + 1);
+        buffer.resize(length + 1 + kWriterFormPadding);
+        first = buffer.data();
+        last = buffer.data() + length;
+        begin += length + 1;
+        ++line;
+        return true;
+      }
+      // The line goes past the window: map again from its start, larger if it fills the window.
+      if (!remap(std::max(kMapWindow, 2 * available + kWriterFormPadding))) {
+        return false;
+      }
+    }
+  }
+
+  // Moves the window to the first unread byte.
+  bool remap(size_t length) {
+    const uint64_t offset = window->offset() + begin;
+    begin = 0;
+    if (!window->map(offset, length)) {
+      ++line;
+      original_line.clear();
+      return fail(fmt::format("cannot read the file: {}", window->error()));
+    }
+    return true;
+  }
+
+  // The last line of the input, [first, last), has no newline.
+  bool fail_truncated(const char* first, const char* last) {
+    ++line;
+    keep_line(first, last);
+    fail("truncated last line", static_cast<uint32_t>(std::min<size_t>(
+                                    static_cast<size_t>(last - first) + 1, UINT32_MAX)));
+    error->notes.push_back(
+        {{}, "the file ends without a newline: was the trace still being written?", "", 1, ""});
+    return false;
   }
 
   // What next_field found.
@@ -185,7 +257,7 @@ struct TraceReader::State {
     return fail(std::move(message), parser.value_column(), parser.value_length());
   }
 
-  bool parse_header(char* first, char* last);
+  bool parse_header(const char* first, const char* last);
   bool store_header_field(int index, const JsonValue& value, const FlatJsonParser& parser);
 
   // The writer's form, without copying the line; false leaves the line to parse_event.
@@ -204,7 +276,7 @@ struct TraceReader::State {
   }
 
   // The general parser: any valid JSON form of an event line, every error located.
-  bool parse_event(char* first, char* last);
+  bool parse_event(const char* first, const char* last);
   bool store_name(int index, std::string_view name, const FlatJsonParser& parser, Event& e);
   bool check_keys(uint32_t seen, uint32_t line_length);
   bool check_seq(uint64_t seq, uint32_t column, uint32_t length);
@@ -246,9 +318,10 @@ TraceReader::State::Field TraceReader::State::next_field(
   return Field::Known;
 }
 
-bool TraceReader::State::parse_header(char* first, char* last) {
+bool TraceReader::State::parse_header(const char* first, const char* last) {
   keep_line(first, last);
-  FlatJsonParser parser(first, last);
+  scratch = original_line;
+  FlatJsonParser parser(scratch.data(), scratch.data() + scratch.size());
   constexpr uint32_t kStringKeys = (1U << kFormat) | (1U << kScenario) | (1U << kDiscovery);
   uint32_t seen = 0;
   while (true) {
@@ -386,12 +459,13 @@ void store_integers(const std::array<int64_t, kKeyCount>& integers, Event& e) {
 
 }  // namespace
 
-bool TraceReader::State::parse_event(char* first, char* last) {
+bool TraceReader::State::parse_event(const char* first, const char* last) {
   keep_line(first, last);
   if (first == last) {
     return fail("empty line (expected an event object)");
   }
-  FlatJsonParser parser(first, last);
+  scratch = original_line;
+  FlatJsonParser parser(scratch.data(), scratch.data() + scratch.size());
   uint32_t seen = 0;
   uint32_t seq_column = 0;
   uint32_t seq_length = 1;
@@ -507,6 +581,9 @@ bool TraceReader::State::check_seq(uint64_t seq, uint32_t column, uint32_t lengt
 TraceReader::TraceReader(std::istream& in, std::string file_name)
     : state_(std::make_unique<State>(in, std::move(file_name))) {}
 
+TraceReader::TraceReader(io::InputStream& in, std::string file_name)
+    : state_(std::make_unique<State>(in, std::move(file_name))) {}
+
 TraceReader::~TraceReader() = default;
 
 bool TraceReader::read_header() {
@@ -515,8 +592,8 @@ bool TraceReader::read_header() {
     return !s.failed;
   }
   s.header_read = true;
-  char* first = nullptr;
-  char* last = nullptr;
+  const char* first = nullptr;
+  const char* last = nullptr;
   if (!s.next_line(first, last)) {
     if (!s.failed) {
       s.line = 1;
@@ -536,8 +613,8 @@ const Event* TraceReader::next() {
   if (!read_header() || s.failed) {
     return nullptr;
   }
-  char* first = nullptr;
-  char* last = nullptr;
+  const char* first = nullptr;
+  const char* last = nullptr;
   if (!s.next_line(first, last)) {
     return nullptr;
   }

@@ -11,6 +11,10 @@
 #include "trace/event.h"
 #include "trace/header.h"
 
+namespace zfetch::io {
+class InputStream;
+}
+
 namespace zfetch::trace {
 
 /// Reads a trace line by line. Events returned by next() stay valid until the next call.
@@ -19,6 +23,9 @@ class TraceReader {
  public:
   /// Reads from `in`; `file_name` is used in errors.
   TraceReader(std::istream& in, std::string file_name);
+  /// Reads the file `in` opened: mapped a window at a time when it is a regular file (no copy
+  /// of its bytes), read through in.stream() otherwise. `in` must outlive the reader.
+  TraceReader(io::InputStream& in, std::string file_name);
   ~TraceReader();
   TraceReader(const TraceReader&) = delete;
   TraceReader& operator=(const TraceReader&) = delete;

@@ -5,10 +5,10 @@
 // unless exactly the planted divergences are found.
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 #include <vector>
 
+#include "io/input_file.h"
 #include "tests/perf/perf_util.h"
 #include "trace/diff.h"
 #include "trace/reader.h"
@@ -139,8 +139,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   const double rss_before = zfetch::perf::peak_rss_mib();
-  std::ifstream recorded_in(recorded_path, std::ios::binary);
-  std::ifstream expected_in(expected_path, std::ios::binary);
+  zfetch::io::InputStream recorded_in(recorded_path);
+  zfetch::io::InputStream expected_in(expected_path);
   zfetch::trace::TraceReader recorded(recorded_in, recorded_path);
   zfetch::trace::TraceReader expected(expected_in, expected_path);
   const double cpu_start = zfetch::perf::thread_cpu_seconds();

@@ -5,7 +5,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <string>
+#include <string_view>
 
+#include "io/input_file.h"
 #include "tests/perf/perf_events.h"
 #include "tests/perf/perf_util.h"
 #include "trace/reader.h"
@@ -15,6 +17,8 @@ int main(int argc, char** argv) {
   using zfetch::perf::report;
   const uint64_t total = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 10'000'000;
   const std::string path = argc > 2 ? argv[2] : "/tmp/zfetch_reader_perftest.jsonl";
+  // `stream`: read the file through an istream, the path of a pipe, instead of mapping it.
+  const bool through_stream = argc > 3 && std::string_view(argv[3]) == "stream";
   {
     zfetch::perf::EventNames names;
     std::vector<zfetch::trace::Event> window = zfetch::perf::make_events(6 * 48 * 16, names);
@@ -36,8 +40,10 @@ int main(int argc, char** argv) {
     std::fclose(out);
   }
   const double rss_before = zfetch::perf::peak_rss_mib();
-  std::ifstream in(path, std::ios::binary);
-  zfetch::trace::TraceReader reader(in, path);
+  zfetch::io::InputStream in(path);
+  std::ifstream stream(path, std::ios::binary);
+  zfetch::trace::TraceReader reader = through_stream ? zfetch::trace::TraceReader(stream, path)
+                                                     : zfetch::trace::TraceReader(in, path);
   const double cpu_start = zfetch::perf::thread_cpu_seconds();
   const auto start = std::chrono::steady_clock::now();
   uint64_t count = 0;

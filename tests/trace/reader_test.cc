@@ -104,6 +104,39 @@ TEST_SUITE("trace") {
     CHECK(result.events[0].module == name);
   }
 
+  TEST_CASE("reader: a file longer than its map window, with a line longer than the window") {
+    // The reader maps a regular file 8 MiB at a time: lines cross the window's end at every
+    // offset, and a 9 MiB line makes the window grow (read_trace compares with the stream).
+    std::vector<std::string> names;
+    for (size_t i = 0; i < 97; ++i) {
+      names.push_back("model.layers." + std::string(i, 'x'));
+    }
+    names.emplace_back(size_t{9} << 20, 'm');
+    std::vector<Event> events;
+    for (size_t i = 0; i < 60'000; ++i) {
+      Event e;
+      e.seq = i;
+      e.kind = EventKind::Fetch;
+      e.module_id = static_cast<int64_t>(i % 97);
+      e.module = i == 20'000 ? names.back() : names[i % 97];
+      events.push_back(e);
+    }
+    const auto result = read_trace(write_trace(sample_header(), events));
+    CHECK(result.error.empty());
+    REQUIRE(result.events.size() == events.size());
+    CHECK(result.events[20'000].module.size() == names.back().size());
+    CHECK(result.events.back().module == names[59'999 % 97]);
+  }
+
+  TEST_CASE("reader: a truncated or empty file reads as its stream does") {
+    // read_trace checks that the mapped file and the stream agree, error included.
+    CHECK(read_trace(kHeader + event_line(1) + R"({"seq":2)").error ==
+          "input:3:9: error: truncated last line");
+    CHECK(read_trace("").error == "input:1: error: missing trace header (the file is empty)");
+    CHECK(read_trace(kHeader.substr(0, kHeader.size() - 1)).error ==
+          "input:1:" + std::to_string(kHeader.size()) + ": error: truncated last line");
+  }
+
   TEST_CASE("reader: header errors") {
     CHECK(read_trace("").error == "input:1: error: missing trace header (the file is empty)");
     CHECK(read_trace(event_line(1)).error ==

@@ -1,13 +1,19 @@
 // Helpers for the trace tests: events covering every kind and field, and whole-file reads.
 #pragma once
 
+#include <doctest/doctest.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "diag/render.h"
+#include "io/input_file.h"
 #include "trace/event.h"
 #include "trace/reader.h"
 #include "trace/writer.h"
@@ -113,9 +119,8 @@ struct ReadResult {
   std::string rendered_error;  ///< the whole rendered error: message, quoted line, caret, notes
 };
 
-inline ReadResult read_trace(const std::string& text) {
-  std::istringstream in(text);
-  TraceReader reader(in, "input");
+/// Everything `reader` produces, header first.
+inline ReadResult read_all(TraceReader& reader) {
   ReadResult result;
   result.header_ok = reader.read_header();
   result.header = reader.header();
@@ -126,6 +131,49 @@ inline ReadResult read_trace(const std::string& text) {
     result.rendered_error = diag::render(*error);
     result.error = result.rendered_error.substr(0, result.rendered_error.find('\n'));
   }
+  return result;
+}
+
+/// A file of the test's own (named after the process, as test binaries run in parallel),
+/// removed when this goes.
+class TempFile {
+ public:
+  explicit TempFile(const std::string& text)
+      : path_((std::filesystem::temp_directory_path() /
+               ("zfetch_trace_test_" + std::to_string(::getpid()) + ".jsonl"))
+                  .string()) {
+    std::ofstream(path_, std::ios::binary) << text;
+  }
+  ~TempFile() { std::remove(path_.c_str()); }
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+/// `text` read from a regular file, which the reader maps instead of streaming.
+inline ReadResult read_trace_file(const std::string& text) {
+  const TempFile file(text);
+  io::InputStream in(file.path());
+  TraceReader reader(in, "input");
+  return read_all(reader);
+}
+
+/// `text` read under the name "input", from a stream and from a file: the two must agree in
+/// every event and in the error, caret and notes included.
+inline ReadResult read_trace(const std::string& text) {
+  std::istringstream in(text);
+  TraceReader reader(in, "input");
+  ReadResult result = read_all(reader);
+  const ReadResult mapped = read_trace_file(text);
+  CHECK(mapped.header_ok == result.header_ok);
+  CHECK(mapped.header.scenario == result.header.scenario);
+  CHECK(mapped.header.world_size == result.header.world_size);
+  CHECK(mapped.header.discovery == result.header.discovery);
+  CHECK(mapped.events == result.events);
+  CHECK(mapped.rendered_error == result.rendered_error);
   return result;
 }
 
