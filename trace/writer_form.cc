@@ -6,7 +6,9 @@
 // loop over the digits lets the branch predictor guess the length (the lengths of a field
 // change rarely from line to line), so the next field's position is known before its digits
 // are even loaded. Keys are compared 8 bytes at a time against constants folded in at compile
-// time, and the kind, phase and status names are looked up by length and whole words.
+// time, names are scanned 16 bytes at a time (SSE2, part of every x86-64), and the kind, phase
+// and status names are found in a hash table of whole words, where the general parser would
+// compare them one by one.
 #include "trace/writer_form.h"
 
 #include <array>
@@ -16,6 +18,10 @@
 #include <limits>
 #include <span>
 #include <string_view>
+
+#if defined(__SSE2__)
+#  include <emmintrin.h>
+#endif
 
 #include "trace/json_escape.h"
 #include "trace/names.h"
@@ -34,6 +40,20 @@ static_assert(std::endian::native == std::endian::little, "the key words assume 
 constexpr uint64_t low_bytes(size_t n) {
   return n >= 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * n)) - 1;
 }
+
+#if defined(__SSE2__)
+// The bits of the bytes of [at, at + 16) that end a name in the writer's form: a quote, a
+// backslash or a control byte.
+[[gnu::always_inline]] inline uint32_t special_bytes(const char* at) {
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
+  const __m128i control =
+      _mm_cmpeq_epi8(_mm_max_epu8(bytes, _mm_set1_epi8(0x1F)), _mm_set1_epi8(0x1F));
+  const __m128i quote = _mm_cmpeq_epi8(bytes, _mm_set1_epi8('"'));
+  const __m128i backslash = _mm_cmpeq_epi8(bytes, _mm_set1_epi8('\\'));
+  return static_cast<uint32_t>(
+      _mm_movemask_epi8(_mm_or_si128(control, _mm_or_si128(quote, backslash))));
+}
+#endif
 
 // A string literal as a template argument, so that its 8-byte words are compile-time constants.
 template <size_t N>
@@ -55,37 +75,54 @@ struct Literal {
   }
 };
 
-// The kind, phase or status names packed into words, grouped by length: a lookup compares the
-// one to six names of the right length as whole words.
-class PackedNames {
+// The kind, phase or status names in a small hash table keyed by their bytes, so that a lookup
+// is one hash and, most often, one compare of whole words.
+class NameTable {
  public:
-  explicit PackedNames(std::span<const std::string_view> names) {
+  explicit NameTable(std::span<const std::string_view> names) {
     for (size_t i = 0; i < names.size(); ++i) {
       const std::string_view name = names[i];
-      if (name.size() >= kMaxSize || count_[name.size()] == kMaxPerSize) {
+      if (name.empty() || name.size() >= kMaxSize ||
+          name.find_first_of("\"\\") != std::string_view::npos) {
         continue;  // never found: the general parser handles it
       }
-      Entry& entry = by_size_[name.size()][count_[name.size()]++];
-      entry.index = static_cast<uint8_t>(i);
-      std::memcpy(entry.words.data(), name.data(), name.size());
+      std::array<char, kMaxSize + 8> bytes{};
+      std::memcpy(bytes.data(), name.data(), name.size());
+      const Key key = key_of(load8(bytes.data()), load8(bytes.data() + 8), load8(bytes.data() + 16),
+                             name.size());
+      size_t slot = hash(key);
+      while (slots_[slot].size != 0) {
+        slot = (slot + 1) % kSlots;
+      }
+      slots_[slot] = {key, static_cast<uint8_t>(i), static_cast<uint8_t>(name.size())};
     }
   }
 
-  // The index of the name [at, at + size), or -1; reads up to 24 bytes from `at`.
-  [[gnu::always_inline]] [[nodiscard]] int find(const char* at, size_t size) const {
-    if (size >= kMaxSize) {
+  // The index of the name from `at` to the next quote (and its size), or -1; reads 24 bytes.
+  [[gnu::always_inline]] [[nodiscard]] int find(const char* at, size_t& size) const {
+    constexpr uint64_t kQuotes = 0x2222222222222222ULL;
+    const auto quote_in = [](uint64_t w) {
+      w ^= kQuotes;
+      return (w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL;  // exact lowest
+    };
+    const uint64_t w0 = load8(at);
+    const uint64_t w1 = load8(at + 8);
+    const uint64_t w2 = load8(at + 16);
+    if (const uint64_t q = quote_in(w0); q != 0) {
+      size = static_cast<size_t>(std::countr_zero(q)) / 8;
+    } else if (const uint64_t q1 = quote_in(w1); q1 != 0) {
+      size = 8 + static_cast<size_t>(std::countr_zero(q1)) / 8;
+    } else if (const uint64_t q2 = quote_in(w2); q2 != 0) {
+      size = 16 + static_cast<size_t>(std::countr_zero(q2)) / 8;
+    } else {
       return -1;
     }
-    std::array<uint64_t, kWords> words{};
-    for (size_t w = 0; w < kWords; ++w) {
-      words[w] = size > w * 8 ? load8(at + w * 8) & low_bytes(size - w * 8) : 0;
-    }
-    for (size_t k = 0; k < count_[size]; ++k) {
-      const Entry& entry = by_size_[size][k];
-      // Word by word: std::array's == is a call to memcmp.
-      if (((entry.words[0] ^ words[0]) | (entry.words[1] ^ words[1]) |
-           (entry.words[2] ^ words[2])) == 0) {
-        return entry.index;
+    const Key key = key_of(w0, w1, w2, size);
+    for (size_t slot = hash(key); slots_[slot].size != 0; slot = (slot + 1) % kSlots) {
+      const Slot& s = slots_[slot];
+      if (((s.key[0] ^ key[0]) | (s.key[1] ^ key[1]) | (s.key[2] ^ key[2])) == 0 &&
+          s.size == size) {
+        return s.index;
       }
     }
     return -1;
@@ -93,20 +130,29 @@ class PackedNames {
 
  private:
   static constexpr size_t kMaxSize = 24;
-  static constexpr size_t kWords = kMaxSize / 8;
-  static_assert(kWords == 3, "find compares three words");
-  static constexpr size_t kMaxPerSize = 6;
-  struct Entry {
-    std::array<uint64_t, kWords> words{};
+  static constexpr size_t kSlots = 128;  // a power of two, well above the 30 kinds
+  using Key = std::array<uint64_t, 3>;
+  struct Slot {
+    Key key{};
     uint8_t index = 0;
+    uint8_t size = 0;  // 0: empty (no name is empty)
   };
-  std::array<std::array<Entry, kMaxPerSize>, kMaxSize> by_size_{};
-  std::array<uint8_t, kMaxSize> count_{};
+
+  // The first `size` bytes of the words w0, w1, w2 (zero after them).
+  [[gnu::always_inline]] static Key key_of(uint64_t w0, uint64_t w1, uint64_t w2, size_t size) {
+    return {w0 & low_bytes(size), size > 8 ? w1 & low_bytes(size - 8) : 0,
+            size > 16 ? w2 & low_bytes(size - 16) : 0};
+  }
+  [[gnu::always_inline]] static size_t hash(const Key& key) {
+    const uint64_t mixed = (key[0] ^ (key[1] * 31) ^ (key[2] * 961)) * 0x9E3779B97F4A7C15ULL;
+    return static_cast<size_t>(mixed >> 57);  // 7 bits: kSlots
+  }
+  std::array<Slot, kSlots> slots_{};
 };
 
-const PackedNames kKinds(event_kind_names());
-const PackedNames kPhases(phase_names());
-const PackedNames kStatuses(status_names());
+const NameTable kKinds(event_kind_names());
+const NameTable kPhases(phase_names());
+const NameTable kStatuses(status_names());
 
 class WriterFormParser {
  public:
@@ -248,11 +294,20 @@ class WriterFormParser {
   // escape or a control byte (the newline included) is not the writer's form.
   [[gnu::always_inline]] bool quoted_rest(std::string_view& out) {
     const char* q = p_;
+#if defined(__SSE2__)
+    // 16 bytes at a time: the line's newline stops the scan within the padding.
+    uint32_t mask = 0;
+    while ((mask = special_bytes(q)) == 0) {
+      q += 16;
+    }
+    q += std::countr_zero(mask);
+#else
     uint64_t mask = 0;
     while ((mask = json_special_mask(load8(q))) == 0) {
       q += 8;
     }
     q += std::countr_zero(mask) / 8;  // the lowest flagged byte is exact
+#endif
     if (*q != '"') {
       return false;
     }
@@ -263,15 +318,13 @@ class WriterFormParser {
 
   // `Offset`: status_names() leaves out Status::None.
   template <typename Enum, int Offset = 0>
-  [[gnu::always_inline]] bool enum_name(const PackedNames& names, Enum& out) {
-    std::string_view name;
-    if (!quoted_rest(name)) {
-      return false;
-    }
-    const int index = names.find(name.data(), name.size());
+  [[gnu::always_inline]] bool enum_name(const NameTable& names, Enum& out) {
+    size_t size = 0;
+    const int index = names.find(p_, size);
     if (index < 0) {
       return false;
     }
+    p_ += size + 1;
     out = static_cast<Enum>(index + Offset);
     return true;
   }
