@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <deque>
 #include <tuple>
 
 #include "base/enum_names.h"
@@ -175,20 +174,24 @@ class Differ {
  private:
   [[nodiscard]] bool read_error() const { return a_.error() || b_.error(); }
 
-  // The last few equal events, for context before a divergence.
+  // The last few equal events, for context before a divergence: a ring whose entries (and
+  // their strings) are reused, so that a long equal stretch neither allocates nor moves events.
   void remember(const Event& e, uint64_t line) {
     if (options_.context == 0) {
       return;
     }
-    if (recent_.size() == options_.context) {
-      // Reuse the oldest entry's strings, so that a long equal stretch does not allocate.
-      LocatedEvent oldest = std::move(recent_.front());
-      recent_.pop_front();
-      oldest.assign(e, line);
-      recent_.push_back(std::move(oldest));
-    } else {
+    if (recent_.size() < options_.context) {
       recent_.emplace_back(e, line);
+      return;
     }
+    recent_[oldest_].assign(e, line);
+    if (++oldest_ == recent_.size()) {
+      oldest_ = 0;
+    }
+  }
+  // Remembered event `i`, oldest first.
+  [[nodiscard]] const LocatedEvent& recent(size_t i) const {
+    return recent_[(oldest_ + i) % recent_.size()];
   }
 
   // Copies the rest of the current block of `side` (from its head) into `out`; the head is
@@ -318,7 +321,7 @@ class Differ {
     const size_t from_block = std::min(at, options_.context);
     const size_t from_recent = std::min(recent_.size(), options_.context - from_block);
     for (size_t i = recent_.size() - from_recent; i < recent_.size(); ++i) {
-      d.before.push_back(recent_[i]);
+      d.before.push_back(recent(i));
     }
     for (size_t i = at - from_block; i < at; ++i) {
       d.before.push_back(a[i]);
@@ -332,7 +335,8 @@ class Differ {
   const DiffOptions& options_;
   Side a_;
   Side b_;
-  std::deque<LocatedEvent> recent_;
+  std::vector<LocatedEvent> recent_;
+  size_t oldest_ = 0;  // the index of the oldest of recent_ once it is full
   DiffReport report_;
 };
 
