@@ -94,6 +94,9 @@ struct TraceReader::State {
   std::vector<char> buffer;
   size_t begin = 0;  // start of the unread bytes in `buffer` (stream) or the window (mapped)
   size_t end = 0;    // end of the bytes read so far (stream)
+  // Mapped file: one past the window's last newline that kWriterFormPadding bytes follow; a
+  // line that starts before it can be parsed in place before its end is known.
+  size_t parse_in_place_end = 0;
   bool eof = false;
   uint64_t line = 0;
   bool header_read = false;
@@ -225,10 +228,18 @@ struct TraceReader::State {
   bool remap(size_t length) {
     const uint64_t offset = window->offset() + begin;
     begin = 0;
+    parse_in_place_end = 0;
     if (!window->map(offset, length)) {
       ++line;
       original_line.clear();
       return fail(fmt::format("cannot read the file: {}", window->error()));
+    }
+    if (window->size() > kWriterFormPadding) {
+      if (const void* newline =
+              ::memrchr(window->data(), '\n', window->size() - kWriterFormPadding)) {
+        parse_in_place_end =
+            static_cast<size_t>(static_cast<const char*>(newline) - window->data()) + 1;
+      }
     }
     return true;
   }
@@ -262,9 +273,23 @@ struct TraceReader::State {
 
   // The writer's form, without copying the line; false leaves the line to parse_event.
   bool parse_fast(const char* first, const char* last) {
-    if (!parse_writer_form(first, last, event) || (have_seq && event.seq <= last_seq)) {
+    if (parse_writer_form(first, event) != last || (have_seq && event.seq <= last_seq)) {
       return false;
     }
+    accept_seq(event.seq);
+    return true;
+  }
+  // Mapped file: the next line in the writer's form, parsed where it lies before its end is
+  // known (the parse finds it, which spares a memchr per line); false leaves the line to the
+  // general parser.
+  bool parse_in_place() {
+    const char* first = window->data() + begin;
+    const char* newline = parse_writer_form(first, event);
+    if (newline == nullptr || (have_seq && event.seq <= last_seq)) {
+      return false;
+    }
+    begin += static_cast<size_t>(newline - first) + 1;
+    ++line;
     accept_seq(event.seq);
     return true;
   }
@@ -613,12 +638,16 @@ const Event* TraceReader::next() {
   if (!read_header() || s.failed) {
     return nullptr;
   }
+  const bool in_place = s.window && s.begin < s.parse_in_place_end;
+  if (in_place && s.parse_in_place()) {
+    return &s.event;
+  }
   const char* first = nullptr;
   const char* last = nullptr;
   if (!s.next_line(first, last)) {
     return nullptr;
   }
-  if (s.parse_fast(first, last)) {
+  if (!in_place && s.parse_fast(first, last)) {
     return &s.event;
   }
   return s.parse_event(first, last) ? &s.event : nullptr;

@@ -158,25 +158,26 @@ class WriterFormParser {
  public:
   explicit WriterFormParser(const char* first) : p_(first) {}
 
-  bool parse(const char* last, Event& e) {
+  // The line's newline, or nullptr.
+  const char* parse(Event& e) {
     uint64_t u = 0;
     if (!literal<R"({"seq":)">() || !digits(u)) {
-      return false;
+      return nullptr;
     }
     e.seq = u;
     if (!literal<R"(,"t_ns":)">() || !signed_digits(e.t_ns)) {
-      return false;
+      return nullptr;
     }
     if (!literal<R"(,"rank":)">() || !int32(e.rank) || !literal<R"(,"engine":)">() ||
         !int32(e.engine) || !literal<R"(,"step":)">() || !int32(e.step) ||
         !literal<R"(,"micro_step":)">() || !int32(e.micro_step)) {
-      return false;
+      return nullptr;
     }
     if (!literal<R"(,"phase":")">() || !enum_name(kPhases, e.phase) || !literal<R"(,"kind":")">() ||
         !enum_name(kKinds, e.kind)) {
-      return false;
+      return nullptr;
     }
-    return optional_fields(e) && p_ + 1 == last && *p_ == '}';
+    return optional_fields(e) && p_[0] == '}' && p_[1] == '\n' ? p_ + 1 : nullptr;
   }
 
  private:
@@ -335,8 +336,8 @@ class WriterFormParser {
 
 }  // namespace
 
-bool parse_writer_form(const char* first, const char* last, Event& e) {
-  return WriterFormParser(first).parse(last, e);
+const char* parse_writer_form(const char* first, Event& e) {
+  return WriterFormParser(first).parse(e);
 }
 
 }  // namespace zfetch::trace

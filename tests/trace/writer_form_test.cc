@@ -30,7 +30,7 @@ std::vector<std::string> event_lines(const std::vector<Event>& events) {
 // event's names point into `buffer`, which must outlive every use of the event.
 bool parse(const std::string& line, std::string& buffer, Event& e) {
   buffer = line + '\n' + std::string(kWriterFormPadding, 'x');
-  return parse_writer_form(buffer.data(), buffer.data() + line.size(), e);
+  return parse_writer_form(buffer.data(), e) == buffer.data() + line.size();
 }
 
 // Whether a written line is in the part of the writer's form the fast path takes: no escape, no
