@@ -54,6 +54,14 @@ SourceLoc YamlReader::loc(const YAML::Node& node) {
   return SourceLoc{static_cast<uint32_t>(mark.line + 1), static_cast<uint32_t>(mark.column + 1)};
 }
 
+SourceLoc YamlReader::locate(const YAML::Node& node) const {
+  const SourceLoc at = loc(node);
+  if (line_origins_.empty() || at.line == 0 || at.line > line_origins_.size()) {
+    return at;
+  }
+  return source_.loc_of_offset(line_origins_[at.line - 1]);
+}
+
 const YAML::Node& YamlReader::where(const Field& field) {
   // yaml-cpp places an empty value at the next token, often on the next line; the key is
   // where the user looks.
@@ -64,7 +72,7 @@ const YAML::Node& YamlReader::where(const Field& field) {
 }
 
 uint32_t YamlReader::caret_length(const YAML::Node& node) const {
-  const SourceLoc at = loc(node);
+  const SourceLoc at = locate(node);
   if (at.line == 0 || !node.IsScalar()) {
     return 1;
   }
@@ -84,7 +92,7 @@ uint32_t YamlReader::caret_length(const YAML::Node& node) const {
 }
 
 void YamlReader::error(const YAML::Node& node, std::string message, std::vector<Note> notes) {
-  error_at(loc(node), caret_length(node), std::move(message), std::move(notes));
+  error_at(locate(node), caret_length(node), std::move(message), std::move(notes));
 }
 
 void YamlReader::error_at(SourceLoc at, uint32_t length, std::string message,
@@ -101,7 +109,7 @@ void YamlReader::error_at(SourceLoc at, uint32_t length, std::string message,
 
 Note YamlReader::quoting_note(const YAML::Node& node, std::string message) const {
   Note note;
-  note.loc = loc(node);
+  note.loc = locate(node);
   note.length = caret_length(node);
   note.message = std::move(message);
   note.source_line = source_.line(note.loc.line);
@@ -138,7 +146,7 @@ std::vector<Note> YamlReader::did_you_mean(const YAML::Node& node, std::string_v
   if (!spend_suggestion_work(candidates.size())) {
     return {};
   }
-  return suggestion_notes(loc(node), word, candidates);
+  return suggestion_notes(locate(node), word, candidates);
 }
 
 std::vector<Note> YamlReader::did_you_mean(const YAML::Node& node, std::string_view word,
@@ -146,7 +154,7 @@ std::vector<Note> YamlReader::did_you_mean(const YAML::Node& node, std::string_v
   if (!spend_suggestion_work(candidates.size())) {
     return {};
   }
-  return suggestion_notes(loc(node), word, candidates);
+  return suggestion_notes(locate(node), word, candidates);
 }
 
 std::optional<std::string> YamlReader::closest(std::string_view word,

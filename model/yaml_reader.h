@@ -47,6 +47,14 @@ class YamlReader {
   /// 1-based location of `node`, or {0, 0} for a node that did not come from the text.
   [[nodiscard]] static SourceLoc loc(const YAML::Node& node);
 
+  /// For a tree read from text rewritten with one node per line (read_hjson): the byte offset
+  /// in the source of the node on each line, where locations are then looked up.
+  void set_line_origins(std::vector<size_t> line_origins) {
+    line_origins_ = std::move(line_origins);
+  }
+  /// Where `node` is in the source: loc(), through the line origins when there are some.
+  [[nodiscard]] SourceLoc locate(const YAML::Node& node) const;
+
   /// The node an error about `field` points at: the value, or the key when the value is empty.
   [[nodiscard]] static const YAML::Node& where(const Field& field);
 
@@ -105,6 +113,7 @@ class YamlReader {
   const SourceText& source_;
   DiagnosticList& out_;
   size_t suggestion_work_left_ = kSuggestionWork;
+  std::vector<size_t> line_origins_;
 };
 
 /// The text a user wrote for `node`, for "got '...'" in messages.

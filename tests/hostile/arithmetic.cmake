@@ -12,7 +12,7 @@ file(WRITE ${dir}/ds.json
      "{\"zero_optimization\": {\"stage\": 3, \"stage3_prefetch_bucket_size\": 0.5e80001}}\n")
 file(WRITE ${dir}/huge_number.yaml
      "name: huge-number\ndeepspeed_config: ds.json\n${model}schedule: [{train: 1}]\n")
-expect_run(CODE 2 STDERR "ds.json:1:67: error: invalid JSON: number out of range: 0.5e80001"
+expect_run(CODE 2 STDERR "ds.json:1:67: error: invalid ds_config: number out of range: 0.5e80001"
            COMMAND ${ZFETCH} validate ${dir}/huge_number.yaml)
 
 # calibration_case(NAME SECTION STEPS CODE STDERR): runs a 2-rank scenario of STEPS steps
