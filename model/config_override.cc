@@ -54,50 +54,99 @@ constexpr std::array kKeys = [] {
 
 }  // namespace
 
-std::optional<int64_t> parse_config_integer(std::string_view text) {
-  std::string digits;
-  int64_t exponent = 0;
-  const size_t e = text.find_first_of("eE");
-  std::string_view mantissa = text.substr(0, e);
-  if (e != std::string_view::npos) {
-    const std::string_view exp = text.substr(e + 1);
-    const auto [end, ec] = std::from_chars(exp.data(), exp.data() + exp.size(), exponent);
-    if (ec != std::errc() || end != exp.data() + exp.size() || exp.empty() || exponent > 18) {
-      return std::nullopt;
-    }
-  }
-  for (size_t i = 0; i < mantissa.size(); ++i) {
-    const char c = mantissa[i];
-    if (c == '_' && i > 0 && i + 1 < mantissa.size()) {
+namespace {
+
+// Digits with single '_' separators between them ("50_000_000"), appended to `digits`; false
+// when `text` is empty or a separator is misplaced.
+bool append_digits(std::string_view text, std::string& digits) {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '_' && i > 0 && i + 1 < text.size() && text[i + 1] != '_') {
       continue;
     }
     if (c < '0' || c > '9') {
-      return std::nullopt;
+      return false;
     }
     digits += c;
   }
-  if (digits.empty()) {
-    return std::nullopt;
-  }
-  int64_t value = 0;
-  const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
-  if (ec != std::errc() || end != digits.data() + digits.size()) {
-    return std::nullopt;
-  }
-  for (int64_t i = 0; i < exponent; ++i) {
-    if (value > INT64_MAX / 10) {
-      return std::nullopt;
+  return !text.empty();
+}
+
+}  // namespace
+
+std::optional<int64_t> parse_config_integer(std::string_view text, std::string* problem) {
+  auto fail = [&](std::string_view why) -> std::optional<int64_t> {
+    if (problem != nullptr) {
+      *problem = why;
     }
-    value *= 10;
+    return std::nullopt;
+  };
+  // [sign] digits [. digits] [e [sign] digits]: the value of the decimal number, exactly.
+  const bool negative = text.starts_with('-');
+  if (negative || text.starts_with('+')) {
+    text.remove_prefix(1);
   }
-  return value;
+  const size_t e = text.find_first_of("eE");
+  const std::string_view mantissa = text.substr(0, e);
+  const size_t dot = mantissa.find('.');
+  std::string digits;
+  if (!append_digits(mantissa.substr(0, dot), digits) ||
+      (dot != std::string_view::npos && !append_digits(mantissa.substr(dot + 1), digits))) {
+    return fail("not a number");
+  }
+  // The power of ten the digits are scaled by; exponents past 10^6 are out of range anyway.
+  int64_t scale =
+      dot == std::string_view::npos ? 0 : -static_cast<int64_t>(mantissa.size() - dot - 1);
+  if (e != std::string_view::npos) {
+    std::string_view exp = text.substr(e + 1);
+    const bool negative_exp = exp.starts_with('-');
+    if (negative_exp || exp.starts_with('+')) {
+      exp.remove_prefix(1);
+    }
+    std::string exp_digits;
+    if (!append_digits(exp, exp_digits)) {
+      return fail("not a number");
+    }
+    const size_t first = std::min(exp_digits.find_first_not_of('0'), exp_digits.size());
+    if (exp_digits.size() - first > 6) {
+      exp_digits = "1000000";
+    }
+    int64_t exponent = 0;
+    std::from_chars(exp_digits.data(), exp_digits.data() + exp_digits.size(), exponent);
+    scale += negative_exp ? -exponent : exponent;
+  }
+  digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size()));
+  if (digits.empty()) {
+    return 0;
+  }
+  // A negative scale must only drop zeros, or the number has a fraction.
+  while (scale < 0) {
+    if (digits.back() != '0') {
+      return fail("not a whole number");
+    }
+    digits.pop_back();
+    ++scale;
+  }
+  if (digits.size() + static_cast<size_t>(std::min<int64_t>(scale, 100)) > 19) {
+    return fail("out of range");
+  }
+  digits.append(static_cast<size_t>(scale), '0');
+  uint64_t magnitude = 0;
+  std::from_chars(digits.data(), digits.data() + digits.size(), magnitude);
+  const uint64_t largest = negative ? uint64_t{1} << 63 : uint64_t{INT64_MAX};
+  if (digits.size() > 19 || magnitude > largest) {
+    return fail("out of range");
+  }
+  return negative ? static_cast<int64_t>(0 - magnitude) : static_cast<int64_t>(magnitude);
+}
+
+std::string_view config_key_name(std::string_view key) {
+  return key.starts_with("zero_optimization.") ? key.substr("zero_optimization."sv.size()) : key;
 }
 
 std::optional<std::string> set_config_value(Scenario& scenario, std::string_view key,
                                             std::string_view value) {
-  if (key.starts_with("zero_optimization.")) {
-    key.remove_prefix("zero_optimization."sv.size());
-  }
+  key = config_key_name(key);
   for (const Field& field : kFields) {
     if (field.key != key) {
       continue;
@@ -111,9 +160,14 @@ std::optional<std::string> set_config_value(Scenario& scenario, std::string_view
       return fmt::format("invalid value '{}' for '{}'; valid values are: none, cpu, nvme", value,
                          key);
     }
-    const std::optional<int64_t> parsed = parse_config_integer(value);
+    std::string problem;
+    const std::optional<int64_t> parsed = parse_config_integer(value, &problem);
+    if (!parsed && problem == "out of range") {
+      return fmt::format("'{}' for '{}' is out of range: expected an integer of at most {}", value,
+                         key, INT64_MAX);
+    }
     if (!parsed) {
-      return fmt::format("expected an integer for '{}', got '{}'", key, value);
+      return fmt::format("expected an integer for '{}', got '{}' ({})", key, value, problem);
     }
     if (*parsed < field.minimum) {
       return fmt::format("expected an integer >= {} for '{}', got '{}'", field.minimum, key, value);

@@ -18,7 +18,13 @@ namespace zfetch::model {
 std::optional<std::string> set_config_value(Scenario& scenario, std::string_view key,
                                             std::string_view value);
 
-/// Parses a non-negative integer as set_config_value does ("50_000_000", "5e7", "1000").
-std::optional<int64_t> parse_config_integer(std::string_view text);
+/// Parses an integer as set_config_value does: "1000", "-3", "50_000_000", "5e7", "1.5e3",
+/// "15000e-3", exactly. A number with a fraction ("1.5", "1e-5"), one beyond int64_t or text
+/// that is not a decimal number is nullopt, and `problem` (when given) says which: "not a
+/// whole number", "out of range" or "not a number".
+std::optional<int64_t> parse_config_integer(std::string_view text, std::string* problem = nullptr);
+
+/// The key set_config_value sets: `key` without a leading `zero_optimization.`.
+std::string_view config_key_name(std::string_view key);
 
 }  // namespace zfetch::model

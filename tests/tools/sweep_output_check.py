@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""zfetch sweep --json / --csv / --require-pass on the seed scenario.
+"""zfetch sweep --json / --csv and its exit code on the seed scenario.
 
 The JSON of a grid and of a bisection must validate against docs/sweep.schema.json; failed
-cells carry no step time and sort after the passing ones; --require-pass exits 1 when a cell
-fails and 0 when none does; the CSV has the same cells. Exits 77 (skip) without jsonschema.
+cells carry no step time and sort after the passing ones; a sweep exits 1 when a cell
+fails (with or without --require-pass), 0 when none does or with --allow-fail; the CSV has the same cells. Exits 77 (skip) without jsonschema.
 Usage: sweep_output_check.py ZFETCH SCHEMA SCENARIO
 """
 import csv
@@ -47,8 +47,8 @@ def validate(text, what):
 # A grid where 16 and 100 fail (the seed's adapter weights become persistent at 16).
 grid = ["--set", "stage3_param_persistence_threshold=100,16,0",
         "--set", "offload_param.device=none,cpu", "--sort", "step_time"]
-code, out, err = sweep(*grid, "--json")
-expect(code == 0, f"--json without --require-pass exited {code}: {err}")
+code, out, err = sweep(*grid, "--json", "--allow-fail")
+expect(code == 0, f"--json --allow-fail exited {code}: {err}")
 doc = validate(out, "grid")
 cells = doc["cells"]
 expect(len(cells) == 6, f"expected 6 cells, got {len(cells)}")
@@ -63,12 +63,14 @@ expect(all(c["step_ns"] is None for c in cells if c["status"] == "failed"),
 expect([c["values"]["stage3_param_persistence_threshold"] for c in cells[2:]] ==
        ["100", "100", "16", "16"], "failed cells are not in combination order")
 
+code, _, _ = sweep(*grid, "--json")
+expect(code == 1, f"a sweep with failing cells exited {code}, expected 1")
 code, _, _ = sweep(*grid, "--json", "--require-pass")
 expect(code == 1, f"--require-pass with failing cells exited {code}, expected 1")
 code, out, _ = sweep("--set", "stage3_param_persistence_threshold=0,8", "--require-pass")
 expect(code == 0, f"--require-pass with only passing cells exited {code}, expected 0")
 
-code, out, err = sweep(*grid, "--csv")
+code, out, err = sweep(*grid, "--csv", "--allow-fail")
 expect(code == 0, f"--csv exited {code}: {err}")
 rows = list(csv.DictReader(io.StringIO(out, newline="")))
 expect([r["status"] for r in rows] == statuses, "CSV cells differ from the JSON cells")
@@ -77,8 +79,9 @@ expect([r["step_ns"] for r in rows] == [str(c["step_ns"]) if c["step_ns"] is not
 
 # --bisect with --set: one search per --set value, each validated.
 code, out, err = sweep("--set", "offload_param.device=none,cpu",
-                       "--bisect", "stage3_param_persistence_threshold=0..100", "--json")
-expect(code == 0, f"--bisect --json exited {code}: {err}")
+                       "--bisect", "stage3_param_persistence_threshold=0..100", "--json",
+                       "--allow-fail")
+expect(code == 0, f"--bisect --json --allow-fail exited {code}: {err}")
 doc = validate(out, "bisect")
 searches = doc.get("bisections", [])
 expect(len(searches) == 2, f"expected 2 bisections, got {len(searches)}")
@@ -86,8 +89,8 @@ for s in searches:
     expect(s["changed"] and s["below"] == 15 and s["above"] == 16,
            f"bisection {s['fixed']} found {s['below']}..{s['above']}, expected 15..16")
 code, _, _ = sweep("--set", "offload_param.device=none",
-                   "--bisect", "stage3_param_persistence_threshold=0..100", "--require-pass")
-expect(code == 1, f"--bisect --require-pass with a failing side exited {code}, expected 1")
+                   "--bisect", "stage3_param_persistence_threshold=0..100")
+expect(code == 1, f"--bisect with a failing side exited {code}, expected 1")
 
 # A document that breaks the schema must not validate (the check can fail).
 broken = json.loads(json.dumps(cells[2]))
