@@ -3,7 +3,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+#include <utility>
+
 #include "base/enum_names.h"
+#include "base/text_bytes.h"
 
 namespace zfetch::diag {
 
@@ -21,22 +27,77 @@ std::string location(const std::string& file, SourceLoc loc) {
 
 constexpr base::EnumNames<Severity::Note> kSeverityNames("error", "warning", "note");
 
+// The most of a source line quoted: a longer line (a minified JSON file, a generated scenario)
+// is shown as the part around the column, "..." marking what is cut.
+constexpr size_t kMaxQuotedBytes = 160;
+
+// The part of `line` quoted for a caret at byte `column` (0-based): [begin, end), at most
+// kMaxQuotedBytes, centred on the column where the line allows, cut between UTF-8 characters.
+std::pair<size_t, size_t> quoted_part(const std::string& line, size_t column) {
+  if (line.size() <= kMaxQuotedBytes) {
+    return {0, line.size()};
+  }
+  size_t begin = column > kMaxQuotedBytes / 2 ? column - kMaxQuotedBytes / 2 : 0;
+  begin = std::min(begin, line.size() - kMaxQuotedBytes);
+  size_t end = begin + kMaxQuotedBytes;
+  auto continuation = [&](size_t i) {
+    return i < line.size() && (static_cast<unsigned char>(line[i]) & 0xC0) == 0x80;
+  };
+  while (begin > 0 && continuation(begin)) {
+    --begin;
+  }
+  while (end < line.size() && continuation(end)) {
+    --end;
+  }
+  return {begin, end};
+}
+
+// `text` with each byte that is not printable text shown as '?' (one byte for one, so the caret
+// still lines up): a NUL, a control byte other than a tab, a byte of invalid UTF-8. A quoted line
+// comes from the user's file and must not put invalid text or terminal controls into ours.
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte >= 0x80) {
+      const size_t length = base::utf8_length_at(text.substr(i));
+      out.append(length == 0 ? std::string_view("?") : text.substr(i, length));
+      i += std::max<size_t>(length, 1);
+      continue;
+    }
+    out += (byte < 0x20 && byte != '\t') || byte == 0x7F ? '?' : static_cast<char>(byte);
+    ++i;
+  }
+  return out;
+}
+
 // The quoted line and a caret under column `col`. Tabs before the caret are copied so the
 // caret lines up in a terminal whatever its tab width.
 void quote(std::string& out, const std::string& line, SourceLoc loc, uint32_t length) {
   if (loc.line == 0 || line.empty()) {
     return;
   }
-  out += line;
+  const size_t column = loc.col == 0 ? 0 : loc.col - 1;
+  const auto [begin, end] = quoted_part(line, column);
+  const std::string_view cut_mark = "...";
+  const std::string_view head = begin > 0 ? cut_mark : "";
+  out += head;
+  out += printable(std::string_view(line).substr(begin, end - begin));
+  out += end < line.size() ? cut_mark : "";
   out += '\n';
   if (loc.col == 0) {
     return;
   }
-  for (size_t i = 0; i + 1 < loc.col; ++i) {
+  out.append(head.size(), ' ');
+  for (size_t i = begin; i < column; ++i) {
     out += i < line.size() && line[i] == '\t' ? '\t' : ' ';
   }
   out += '^';
-  out.append(length > 1 ? length - 1 : 0, '~');
+  // A cut line: the tildes stop where its quoted part does.
+  const size_t room = end == line.size() ? SIZE_MAX : end > column + 1 ? end - column - 1 : 0;
+  out.append(std::min<size_t>(length > 1 ? length - 1 : 0, room), '~');
   out += '\n';
 }
 

@@ -5,10 +5,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <ios>
 #include <streambuf>
+
+#include "base/text_bytes.h"
 
 namespace zfetch::io {
 
@@ -30,6 +33,21 @@ class Descriptor {
  private:
   int fd_;
 };
+
+// Fills `result`'s error and position for `bad`, with its line for the quote (the renderer shows
+// the bytes that are not text as '?').
+void describe_non_text_byte(std::string_view text, const base::NonTextByte& bad,
+                            InputText& result) {
+  const size_t newline =
+      bad.offset == 0 ? std::string_view::npos : text.rfind('\n', bad.offset - 1);
+  const size_t line_start = newline == std::string_view::npos ? 0 : newline + 1;
+  const size_t line_end = std::min(text.find('\n', bad.offset), text.size());
+  result.error = bad.what;
+  result.error_line = static_cast<uint32_t>(
+      1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(line_start), '\n'));
+  result.error_col = static_cast<uint32_t>(bad.offset - line_start + 1);
+  result.error_source_line = text.substr(line_start, line_end - line_start);
+}
 
 std::string too_large(size_t limit) {
   return "is larger than the " + describe_limit(limit) + " limit for input files";
@@ -98,6 +116,10 @@ InputText read_input_file(const std::string& path, size_t limit) {
       return result;
     }
     text.append(chunk, static_cast<size_t>(got));
+  }
+  if (const std::optional<base::NonTextByte> bad = base::find_non_text_byte(text)) {
+    describe_non_text_byte(text, *bad, result);
+    return result;
   }
   result.text = std::move(text);
   return result;

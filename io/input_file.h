@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <istream>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace zfetch::io {
 
@@ -19,11 +21,18 @@ inline constexpr size_t kMaxInputFileBytes = size_t{64} << 20;
 struct InputText {
   std::optional<std::string> text;
   /// When `text` is empty: what is wrong, phrased to follow the path ("is a directory",
-  /// "is larger than the 64 MiB limit for input files", "No such file or directory").
+  /// "is larger than the 64 MiB limit for input files", "No such file or directory"), or
+  /// for a byte no text input holds, what it is ("a NUL byte ...": see base/text_bytes.h).
   std::string error;
+  /// For such a byte: its 1-based line and column (in bytes), and that line for quoting. Line 0
+  /// for every other error.
+  uint32_t error_line = 0;
+  uint32_t error_col = 0;
+  std::string error_source_line;
 };
 
-/// Reads the whole file at `path`, at most `limit` bytes. A directory is refused (never read
+/// Reads the whole file at `path`, at most `limit` bytes, as UTF-8 text: a NUL byte or invalid
+/// UTF-8 is an error with its position (error_line). A directory is refused (never read
 /// as an empty file); a FIFO, a character device or any other non-regular file is read up to
 /// `limit` bytes, and more than that is an error (so /dev/zero fails fast). A FIFO without a
 /// writer reads as empty instead of blocking.

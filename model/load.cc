@@ -6,12 +6,12 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
-#include <nlohmann/json.hpp>
 
 #include "io/input_file.h"
 #include "model/ds_config_parse.h"
 #include "model/hf_auto.h"
-#include "model/json_parse.h"
+#include "model/hjson_read.h"
+#include "model/read_error.h"
 #include "model/scenario_parser.h"
 #include "model/yaml_limits.h"
 #include "model/yaml_merge.h"
@@ -54,31 +54,9 @@ Diagnostic whole_file_error(const std::string& file, std::string message) {
   return diagnostic;
 }
 
-// A JSON document as a YAML tree without positions: the fallback for JSON that nlohmann
-// accepts but yaml-cpp does not, so the config is still read (errors then have no line).
-YAML::Node json_to_yaml(const nlohmann::json& json) {
-  if (json.is_object()) {
-    YAML::Node map(YAML::NodeType::Map);
-    for (const auto& [key, value] : json.items()) {
-      map[key] = json_to_yaml(value);
-    }
-    return map;
-  }
-  if (json.is_array()) {
-    YAML::Node list(YAML::NodeType::Sequence);
-    for (const auto& value : json) {
-      list.push_back(json_to_yaml(value));
-    }
-    return list;
-  }
-  if (json.is_null()) {
-    return YAML::Node(YAML::NodeType::Null);
-  }
-  return YAML::Node(json.is_string() ? json.get<std::string>() : json.dump());
-}
-
-// Reads `deepspeed_config: path.json`: nlohmann-json checks the JSON (a user's file must be
-// real JSON, as DeepSpeed reads it), then yaml-cpp re-reads the same text for positions.
+// Reads `deepspeed_config: path`: the file is hjson, as DeepSpeed reads it (model/hjson_read.h),
+// rewritten as YAML so that the same reader as an inline `deepspeed:` block checks it, with
+// every location mapped back into the file.
 void read_config_file(YamlReader& reader, const Field& field, std::string_view base_dir,
                       const HfTrainingArgs& hf, DeepSpeedConfig& config, DiagnosticList& out) {
   const std::optional<std::string> relative = reader.read_string(field);
@@ -88,30 +66,46 @@ void read_config_file(YamlReader& reader, const Field& field, std::string_view b
   const std::string path =
       (std::filesystem::path(base_dir) / *relative).lexically_normal().generic_string();
   const io::InputText input = io::read_input_file(path);
+  if (!input.text && input.error_line != 0) {
+    out.push_back(read_error(path, input, ""));
+    return;
+  }
   if (!input.text) {
     reader.error(field.value,
                  fmt::format("cannot read ds_config file '{}': {}", path, input.error));
     return;
   }
-  const std::string* text = &*input.text;
-  const SourceText source(path, *text);
+  const SourceText source(path, *input.text);
   YamlReader config_reader(source, out);
-  const JsonParseResult json = parse_json(*text);
-  if (json.error) {
-    config_reader.error_at(source.loc_of_offset(json.error->offset), 1,
-                           "invalid JSON: " + json.error->message);
+  detail::HjsonDocument document =
+      detail::read_hjson(*input.text, detail::kMaxYamlDepth, detail::kMaxYamlNodes);
+  if (document.error) {
+    const detail::HjsonError& error = *document.error;
+    std::vector<Note> notes;
+    std::string message = error.message;
+    if (error.first_offset) {
+      Note note;
+      note.loc = source.loc_of_offset(*error.first_offset);
+      note.message = "first given here";
+      note.source_line = source.line(note.loc.line);
+      notes.push_back(std::move(note));
+    } else {
+      message = "invalid ds_config: " + message;
+    }
+    config_reader.error_at(source.loc_of_offset(error.offset), 1, std::move(message),
+                           std::move(notes));
     return;
   }
   YAML::Node root;
   try {
-    std::optional<YAML::Node> loaded = detail::load_yaml_within_limits(config_reader, *text);
-    if (!loaded) {
-      return;
-    }
-    root.reset(*loaded);
-  } catch (const YAML::Exception&) {
-    root.reset(json_to_yaml(json.value));
+    root = YAML::Load(document.yaml);
+  } catch (const YAML::Exception& ex) {
+    // read_hjson writes only what YAML reads; this would be a bug in it, reported, not thrown.
+    config_reader.error_at(
+        {}, 1, fmt::format("internal error rewriting the ds_config as YAML: {}", ex.what()));
+    return;
   }
+  config_reader.set_line_origins(std::move(document.line_origins));
   detail::read_deepspeed_config(config_reader, Field{root, "deepspeed_config", {}}, hf, config);
 }
 
@@ -258,6 +252,24 @@ void read_top_level(YamlReader& reader, const YAML::Node& root, std::string_view
   }
 }
 
+// A tab in the leading blanks of line `line` or of the nearest non-blank line above it: what
+// yaml-cpp's syntax error there is about (it says "illegal map value" or "end of map not found").
+std::optional<SourceLoc> indenting_tab(const SourceText& source, uint32_t line) {
+  for (uint32_t at = line; at > 0; --at) {
+    const std::string text = source.line(at);
+    const size_t content = text.find_first_not_of(" \t");
+    if (content == std::string::npos) {
+      continue;
+    }
+    const size_t tab = text.find('\t');
+    if (tab < content) {
+      return SourceLoc{at, static_cast<uint32_t>(tab + 1)};
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 LoadResult parse_scenario_text(std::string_view file_name, std::string_view text,
@@ -279,7 +291,11 @@ LoadResult parse_scenario_text(std::string_view file_name, std::string_view text
     if (e.mark.line >= 0 && e.mark.column >= 0) {
       at = {static_cast<uint32_t>(e.mark.line + 1), static_cast<uint32_t>(e.mark.column + 1)};
     }
-    reader.error_at(at, 1, fmt::format("invalid YAML: {}", e.msg));
+    if (const std::optional<SourceLoc> tab = indenting_tab(source, at.line)) {
+      reader.error_at(*tab, 1, "a tab in the indentation: YAML indents with spaces only");
+    } else {
+      reader.error_at(at, 1, fmt::format("invalid YAML: {}", e.msg));
+    }
   }
   // Report in file order (the scenario file first, then a ds_config file); the passes above
   // find problems in a different order. Stable, so one position keeps discovery order.
@@ -312,8 +328,7 @@ LoadResult load_scenario_file(const std::string& path) {
   const io::InputText input = io::read_input_file(path);
   if (!input.text) {
     LoadResult result;
-    result.diagnostics.push_back(
-        whole_file_error(path, fmt::format("cannot read file: {}", input.error)));
+    result.diagnostics.push_back(read_error(path, input, "cannot read file"));
     return result;
   }
   const std::string* text = &*input.text;

@@ -25,8 +25,35 @@ struct CheckOptions {
   uint64_t max_events = kDefaultMaxEvents;
 };
 
+// Appends the scenario files below `dir` (not following links to directories, as
+// recursive_directory_iterator does not) to `found`; a directory that cannot be listed is an
+// error naming it, and sets `unreadable`.
+void collect_below(const std::filesystem::path& dir, std::vector<std::string>& found,
+                   bool& unreadable) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::directory_iterator it(dir, ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const fs::directory_entry& entry = *it;
+    std::error_code kind_ec;
+    if (entry.is_directory(kind_ec) && !entry.is_symlink(kind_ec)) {
+      collect_below(entry.path(), found, unreadable);
+      continue;
+    }
+    const std::string ext = entry.path().extension().string();
+    if (entry.is_regular_file(kind_ec) && (ext == ".yaml" || ext == ".yml")) {
+      found.push_back(entry.path().generic_string());
+    }
+  }
+  if (ec) {
+    std::fprintf(stderr, "%s: error: cannot read directory: %s\n", dir.generic_string().c_str(),
+                 ec.message().c_str());
+    unreadable = true;
+  }
+}
+
 // Scenario files named directly, or found (sorted, recursively) in named directories.
-std::vector<std::string> collect(const std::vector<std::string>& paths) {
+std::vector<std::string> collect(const std::vector<std::string>& paths, bool& unreadable) {
   namespace fs = std::filesystem;
   std::vector<std::string> files;
   for (const std::string& path : paths) {
@@ -36,12 +63,7 @@ std::vector<std::string> collect(const std::vector<std::string>& paths) {
       continue;
     }
     std::vector<std::string> found;
-    for (const auto& entry : fs::recursive_directory_iterator(path, ec)) {
-      const std::string ext = entry.path().extension().string();
-      if (entry.is_regular_file() && (ext == ".yaml" || ext == ".yml")) {
-        found.push_back(entry.path().generic_string());
-      }
-    }
+    collect_below(path, found, unreadable);
     std::sort(found.begin(), found.end());  // directory order is not deterministic
     files.insert(files.end(), found.begin(), found.end());
   }
@@ -86,7 +108,7 @@ int check(const CheckOptions& options) {
   int passed = 0;
   int failed = 0;
   bool bad_input = false;
-  for (const std::string& file : collect(options.paths)) {
+  for (const std::string& file : collect(options.paths, bad_input)) {
     const std::optional<model::Scenario> scenario = load_or_report(file, options.sets);
     if (!scenario) {
       bad_input = true;

@@ -8,6 +8,7 @@
 #include "io/input_file.h"
 #include "tools/commands.h"
 #include "tools/diff_render.h"
+#include "tools/input_kind.h"
 #include "tools/order_input.h"
 #include "trace/diff.h"
 #include "trace/order_file.h"
@@ -50,11 +51,6 @@ bool make_projection(const DiffCommandOptions& o, trace::Projection& projection)
   projection.ignore_ids = o.ignore_ids;
   projection.rank = o.rank;
   return true;
-}
-
-bool ends_with(const std::string& text, std::string_view suffix) {
-  return text.size() >= suffix.size() &&
-         std::string_view(text).substr(text.size() - suffix.size()) == suffix;
 }
 
 // RECORDED against an order file: the events the projection selects, through the checker.
@@ -101,7 +97,8 @@ int run_diff(const DiffCommandOptions& o) {
     return kExitBadInput;
   }
   options.context = o.context;
-  if (!ends_with(o.expected, ".jsonl")) {
+  // An expected trace by its header, whatever it is called; anything else is an order file.
+  if (!is_trace_file(o.expected)) {
     return run_order_check(o, options.projection);
   }
   io::InputStream recorded_in(o.recorded);
@@ -139,8 +136,10 @@ int run_diff(const DiffCommandOptions& o) {
 void setup_diff(CLI::App& sub, std::function<int()>& action) {
   auto o = std::make_shared<DiffCommandOptions>();
   sub.add_option("recorded", o->recorded, "the recorded trace (.jsonl)")->required();
-  sub.add_option("expected", o->expected,
-                 "the expected trace (.jsonl), or an order file (any other name; docs/diff.md)")
+  sub.add_option(
+         "expected", o->expected,
+         "the expected trace (known by its header line, whatever its name), or an order file "
+         "(docs/diff.md)")
       ->required();
   sub.add_option("--fields", o->fields,
                  "fields compared, comma-separated (default "

@@ -13,6 +13,7 @@
 #include "model/load.h"
 #include "sim/timeline/calibration.h"
 #include "tools/commands.h"
+#include "tools/input_kind.h"
 #include "trace/reader.h"
 
 namespace zfetch::tools {
@@ -22,27 +23,6 @@ namespace {
 struct ValidateOptions {
   std::vector<std::string> files;
 };
-
-bool ends_with(const std::string& text, const char* suffix) {
-  const size_t length = std::strlen(suffix);
-  return text.size() >= length && text.compare(text.size() - length, length, suffix) == 0;
-}
-
-// A trace is recognised by its header line, whatever the file is called; `.jsonl` decides
-// only when the content cannot be read (so the error comes from the trace reader).
-bool is_trace(const std::string& path) {
-  constexpr std::string_view kHeaderStart = R"({"format":"zfetch-trace")";
-  if (!io::is_regular_file(path)) {
-    return ends_with(path, ".jsonl");
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::string start(kHeaderStart.size(), '\0');
-  in.read(start.data(), static_cast<std::streamsize>(start.size()));
-  if (in.gcount() != static_cast<std::streamsize>(start.size())) {
-    return ends_with(path, ".jsonl");
-  }
-  return start == kHeaderStart || ends_with(path, ".jsonl");
-}
 
 // True if the scenario loaded; every diagnostic goes to stderr.
 bool validate_scenario(const std::string& path) {
@@ -98,7 +78,7 @@ void setup_validate(CLI::App& sub, std::function<int()>& action) {
       bool all_ok = true;
       // Every file is checked even after a bad one, so one run reports everything.
       for (const std::string& file : options->files) {
-        const bool ok = is_trace(file) ? validate_trace(file) : validate_scenario(file);
+        const bool ok = is_trace_file(file) ? validate_trace(file) : validate_scenario(file);
         all_ok = all_ok && ok;
       }
       return all_ok ? kExitOk : kExitBadInput;

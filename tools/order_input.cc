@@ -6,6 +6,7 @@
 
 #include "diag/render.h"
 #include "io/input_file.h"
+#include "model/read_error.h"
 
 namespace zfetch::tools {
 
@@ -13,7 +14,7 @@ std::optional<trace::OrderFile> load_order_or_report(const std::string& path) {
   // Read as scenarios are: a directory, a device or an endless stream is an error, not a hang.
   const io::InputText input = io::read_input_file(path);
   if (!input.text) {
-    std::fprintf(stderr, "%s: error: cannot read file: %s\n", path.c_str(), input.error.c_str());
+    std::fputs(diag::render(model::read_error(path, input, "cannot read file")).c_str(), stderr);
     return std::nullopt;
   }
   trace::OrderParseResult parsed = trace::parse_order_file(path, *input.text);

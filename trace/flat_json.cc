@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "base/enum_names.h"
+#include "base/text_bytes.h"
 #include "trace/json_escape.h"
 
 namespace zfetch::trace {
@@ -100,7 +101,7 @@ bool FlatJsonParser::parse_string(std::string_view& out) {
   while (end - p >= 8) {
     uint64_t word = 0;
     std::memcpy(&word, p, 8);
-    const uint64_t mask = json_special_mask(word);
+    const uint64_t mask = json_special_or_non_ascii_mask(word);
     if (mask != 0) {
       p += std::countr_zero(mask) / 8;  // the lowest flagged byte is exact
       break;
@@ -108,7 +109,8 @@ bool FlatJsonParser::parse_string(std::string_view& out) {
     p += 8;
   }
   if (end - p < 8) {
-    while (p != end && *p != '"' && *p != '\\' && static_cast<unsigned char>(*p) >= 0x20) {
+    while (p != end && *p != '"' && *p != '\\' && static_cast<unsigned char>(*p) >= 0x20 &&
+           static_cast<unsigned char>(*p) < 0x80) {
       ++p;
     }
   }
@@ -117,7 +119,7 @@ bool FlatJsonParser::parse_string(std::string_view& out) {
     p_ = p + 1;
     return true;
   }
-  // Slow path: an escape or a control character at `p`.
+  // Slow path: an escape, a control character or a non-ASCII byte at `p`.
   char* write = p;
   while (true) {
     if (p == end) {
@@ -134,6 +136,19 @@ bool FlatJsonParser::parse_string(std::string_view& out) {
       p_ = p;
       fail(fmt::format("control character {} in a string (escape it)", describe(p, end)));
       return false;
+    }
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      // Names must be UTF-8: every output that prints them stays valid text and JSON.
+      const size_t length = base::utf8_length_at(std::string_view(p, static_cast<size_t>(end - p)));
+      if (length == 0) {
+        p_ = p;
+        fail(base::describe_invalid_utf8(static_cast<unsigned char>(c)));
+        return false;
+      }
+      for (size_t k = 0; k < length; ++k) {
+        *write++ = *p++;
+      }
+      continue;
     }
     if (c != '\\') {
       *write++ = *p++;
@@ -196,6 +211,11 @@ bool FlatJsonParser::parse_string(std::string_view& out) {
           code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00);
           p += 6;
         }
+      }
+      if (code >= 0xD800 && code <= 0xDFFF) {
+        p_ = p - 6;  // point at the escape
+        fail(fmt::format("unpaired surrogate \\u{:04X} in a string (it has no UTF-8 form)", code));
+        return false;
       }
       write = put_utf8(code, write);
       break;

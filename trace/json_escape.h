@@ -20,6 +20,12 @@ constexpr uint64_t json_special_mask(uint64_t word) {
   return control | zero_bytes(word ^ (kOnes * '"')) | zero_bytes(word ^ (kOnes * '\\'));
 }
 
+/// json_special_mask, with every byte of 0x80 or above flagged too: the readers' string scans
+/// leave their fast paths at a non-ASCII byte, so that the slow path checks its UTF-8.
+constexpr uint64_t json_special_or_non_ascii_mask(uint64_t word) {
+  return json_special_mask(word) | (word & 0x8080808080808080ULL);
+}
+
 /// The most bytes escape_json can write for `text`: every byte may become `\u00XX`.
 constexpr size_t max_escaped_size(std::string_view text) {
   return text.size() * 6;

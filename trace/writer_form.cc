@@ -292,7 +292,8 @@ class WriterFormParser {
   }
 
   // The rest of a string whose opening quote the key consumed, up to its closing quote; an
-  // escape or a control byte (the newline included) is not the writer's form.
+  // escape, a control byte (the newline included) or a non-ASCII byte (whose UTF-8 the slow
+  // path checks) is not the writer's form.
   [[gnu::always_inline]] bool quoted_rest(std::string_view& out) {
     const char* q = p_;
 #if defined(__SSE2__)
@@ -304,7 +305,7 @@ class WriterFormParser {
     q += std::countr_zero(mask);
 #else
     uint64_t mask = 0;
-    while ((mask = json_special_mask(load8(q))) == 0) {
+    while ((mask = json_special_or_non_ascii_mask(load8(q))) == 0) {
       q += 8;
     }
     q += std::countr_zero(mask) / 8;  // the lowest flagged byte is exact

@@ -10,6 +10,7 @@
 
 #include "io/input_file.h"
 #include "model/json_parse.h"
+#include "model/read_error.h"
 
 namespace zfetch::sim {
 
@@ -319,7 +320,9 @@ CalibrationResult parse_calibration(std::string_view file_name, std::string_view
 CalibrationResult load_calibration_file(const std::string& path) {
   const io::InputText input = io::read_input_file(path);
   if (!input.text) {
-    return failure(path, "cannot read calibration file: " + input.error);
+    CalibrationResult result;
+    result.diagnostics.push_back(model::read_error(path, input, "cannot read calibration file"));
+    return result;
   }
   return parse_calibration(path, *input.text);
 }

@@ -34,11 +34,12 @@ bool parse(const std::string& line, std::string& buffer, Event& e) {
 }
 
 // Whether a written line is in the part of the writer's form the fast path takes: no escape, no
+// non-ASCII byte (its UTF-8 is checked by the general parser), no
 // negative number, no number of more than 18 digits (those are the general parser's).
 bool in_fast_form(const std::string& line) {
   size_t digits = 0;
   for (char c : line) {
-    if (c == '\\' || c == '-') {
+    if (c == '\\' || c == '-' || static_cast<unsigned char>(c) >= 0x80) {
       return false;
     }
     digits = c >= '0' && c <= '9' ? digits + 1 : 0;
@@ -54,7 +55,8 @@ std::string written(const Event& e) {
   return event_lines({e}).front();
 }
 
-TEST_CASE("writer form: the writer's lines take the fast path unless escaped or extreme") {
+TEST_CASE(
+    "writer form: the writer's lines take the fast path unless escaped, non-ASCII or extreme") {
   size_t fast = 0;
   const std::vector<Event> events = testing::sample_events();
   const std::vector<std::string> lines = event_lines(events);
