@@ -16,3 +16,10 @@ function(expect_run)
     message(FATAL_ERROR "${ARG_COMMAND}: stderr does not match '${ARG_STDERR}':\n${err}")
   endif()
 endfunction()
+
+# fresh_work_dir(NAME): sets `dir` to an empty ${WORK}/NAME for the script's generated inputs.
+macro(fresh_work_dir name)
+  set(dir ${WORK}/${name})
+  file(REMOVE_RECURSE ${dir})
+  file(MAKE_DIRECTORY ${dir})
+endmacro()

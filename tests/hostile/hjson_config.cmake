@@ -2,9 +2,7 @@
 # hjson-py reads it. What hjson accepts loads with the same meaning as the equivalent JSON; what
 # it rejects, and a key given twice, is a located error; positions hold after a \u surrogate pair.
 include(${CMAKE_CURRENT_LIST_DIR}/expect.cmake)
-set(dir ${WORK}/hjson_config)
-file(REMOVE_RECURSE ${dir})
-file(MAKE_DIRECTORY ${dir})
+fresh_work_dir(hjson_config)
 set(model "model: {name: m, params: {w: [64, 64]}, children: [{name: a, params: {w: [256]}}, {name: b, params: {w: [512]}}]}\n")
 
 # config_case(NAME TEXT): NAME.yaml runs 2 steps with the ds_config file NAME.json holding TEXT.

@@ -3,9 +3,7 @@
 # trace is known by its content whatever it is called; an unreadable directory under `check
 # DIR` is an error naming it; a long line is quoted around the column.
 include(${CMAKE_CURRENT_LIST_DIR}/expect.cmake)
-set(dir ${WORK}/messages)
-file(REMOVE_RECURSE ${dir})
-file(MAKE_DIRECTORY ${dir})
+fresh_work_dir(messages)
 set(model "model: {name: m, params: {w: [4, 4]}, children: [{name: a, params: {w: [16]}}]}\n")
 find_program(PRINTF printf REQUIRED)
 # write_bytes(FILE TEXT): TEXT through printf, so that \000 and \377 become the bytes.
