@@ -6,6 +6,7 @@
 #include <array>
 #include <charconv>
 
+#include "model/limits.h"
 #include "model/spellcheck.h"
 
 namespace zfetch::model {
@@ -19,6 +20,7 @@ struct Field {
   std::string_view key;
   int64_t minimum;
   int64_t* (*target)(Scenario&);  // nullptr: offload_param.device
+  int64_t maximum = INT64_MAX;    // the loader's limit for the same value (model/limits.h)
 };
 
 constexpr std::array kFields = {
@@ -37,11 +39,12 @@ constexpr std::array kFields = {
     Field{"gradient_accumulation_steps", 1,
           [](Scenario& s) { return &s.config.gradient_accumulation_steps; }},
     Field{"train_micro_batch_size_per_gpu", 1,
-          [](Scenario& s) { return &s.config.train_micro_batch_size_per_gpu; }},
+          [](Scenario& s) { return &s.config.train_micro_batch_size_per_gpu; },
+          kMaxTokensPerMicroBatch},
     Field{"offload_param.device", 0, nullptr},
-    Field{"world_size", 1, [](Scenario& s) { return &s.world_size; }},
+    Field{"world_size", 1, [](Scenario& s) { return &s.world_size; }, kMaxWorldSize},
     Field{"timing.tokens_per_micro_batch", 0,
-          [](Scenario& s) { return &s.timing.tokens_per_micro_batch; }},
+          [](Scenario& s) { return &s.timing.tokens_per_micro_batch; }, kMaxTokensPerMicroBatch},
 };
 
 constexpr std::array kKeys = [] {
@@ -168,6 +171,10 @@ std::optional<std::string> set_config_value(Scenario& scenario, std::string_view
     }
     if (!parsed) {
       return fmt::format("expected an integer for '{}', got '{}' ({})", key, value, problem);
+    }
+    if (*parsed > field.maximum) {
+      return fmt::format("expected an integer <= {} for '{}' (zfetch's limit), got '{}'",
+                         field.maximum, key, value);
     }
     if (*parsed < field.minimum) {
       return fmt::format("expected an integer >= {} for '{}', got '{}'", field.minimum, key, value);

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/limits.h"
+
 namespace zfetch::model::detail {
 
 namespace {
@@ -383,7 +385,10 @@ void read_deepspeed_config(YamlReader& reader, const Field& block, const HfTrain
     const Field field{entry.second, key, entry.first};
     if (key == "train_micro_batch_size_per_gpu" || key == "gradient_accumulation_steps") {
       const std::optional<Field> filled = fill_auto(reader, field, key, autos);
-      if (auto value = filled ? reader.read_int(*filled, 1, true) : std::nullopt) {
+      // The micro-batch size is the cost model's token count when the timing gives none.
+      const int64_t max =
+          key == "train_micro_batch_size_per_gpu" ? kMaxTokensPerMicroBatch : INT64_MAX;
+      if (auto value = filled ? reader.read_int(*filled, 1, true, max) : std::nullopt) {
         (key == "gradient_accumulation_steps" ? config.gradient_accumulation_steps
                                               : config.train_micro_batch_size_per_gpu) = *value;
       }

@@ -11,6 +11,7 @@
 #include "model/ds_config_parse.h"
 #include "model/hf_auto.h"
 #include "model/hjson_read.h"
+#include "model/limits.h"
 #include "model/read_error.h"
 #include "model/scenario_parser.h"
 #include "model/yaml_limits.h"
@@ -118,7 +119,8 @@ void read_timing(YamlReader& reader, const Field& field, TimingSpec& timing) {
     const std::string& key = entry.first.Scalar();
     const Field value{entry.second, key, entry.first};
     if (key == "tokens_per_micro_batch") {
-      timing.tokens_per_micro_batch = reader.read_int(value, 0).value_or(0);
+      timing.tokens_per_micro_batch =
+          reader.read_int(value, 0, false, kMaxTokensPerMicroBatch).value_or(0);
     } else if (key == "calibration") {
       timing.calibration = reader.read_string(value).value_or("");
     }
@@ -200,7 +202,7 @@ void read_top_level(YamlReader& reader, const YAML::Node& root, std::string_view
     scenario.source = reader.read_string(*field).value_or("");
   }
   if (auto field = find("world_size")) {
-    scenario.world_size = reader.read_int(*field, 1).value_or(1);
+    scenario.world_size = reader.read_int(*field, 1, false, kMaxWorldSize).value_or(1);
   }
   if (auto field = find("input_requires_grad")) {
     scenario.input_requires_grad = reader.read_bool(*field).value_or(false);

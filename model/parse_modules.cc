@@ -7,6 +7,7 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "model/limits.h"
 #include "model/scenario_parser.h"
 
 namespace zfetch::model::detail {
@@ -26,10 +27,10 @@ constexpr int64_t kMaxCount = 100'000;
 constexpr size_t kMaxModules = size_t{1} << 20;
 constexpr std::array kParamKeys = {"shape"sv, "numel"sv, "dtype"sv, "frozen"sv, "tied_to"sv};
 constexpr std::array kDtypes = {"fp32"sv, "bf16"sv, "fp16"sv};
-// The largest parameter accepted, in elements (2^40, 4 TiB in fp32; real tensors stay below
-// 2^35). The simulator computes bytes (numel * 4), partitions padded to the world size, and sums
-// of bytes over a run in int64_t; this bound keeps all of them far from overflow.
-constexpr int64_t kMaxNumel = int64_t{1} << 40;
+// The largest parameter accepted (model/limits.h). The simulator computes bytes (numel * 4),
+// partitions padded to the world size, and sums of bytes over a run in int64_t; this bound keeps
+// all of them far from overflow.
+constexpr int64_t kMaxNumel = kMaxParamNumel;
 
 std::string too_many_elements(const std::string& param) {
   return fmt::format("parameter '{}' has too many elements; at most {} (2^40) are supported", param,
@@ -302,7 +303,7 @@ void ScenarioParser::read_module_layers(const std::vector<YAML::Node>& layers,
         }
       }
     } else if (key == "compute_us") {
-      if (auto time = reader_.read_int(value, 0)) {
+      if (auto time = reader_.read_int(value, 0, false, kMaxComputeUs)) {
         spec.compute_us = *time;
       }
     }
@@ -457,6 +458,14 @@ void ScenarioParser::read_param(const YAML::Node& key, const YAML::Node& value,
                               param.qualified_name, describe_value(value)));
   }
 
+  if (!tied && model_numel_ <= kMaxModelNumel) {
+    model_numel_ += param.numel;
+    if (model_numel_ > kMaxModelNumel) {
+      reader_.error(key, fmt::format("the model's parameters hold more than {} (2^48) elements in "
+                                     "all once '{}' is added (zfetch's limit)",
+                                     kMaxModelNumel, param.qualified_name));
+    }
+  }
   scenario_.params.push_back(param);
   scenario_.modules[module].params.push_back(index);
   param_name_nodes_.push_back(key);

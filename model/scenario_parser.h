@@ -89,6 +89,9 @@ class ScenarioParser {
     bool frozen_given;
   };
   std::vector<PendingTie> ties_;
+  // Elements of the parameters read so far (tied ones share their target's): checked against
+  // kMaxModelNumel as each is added, so the sum never passes it by more than one parameter.
+  int64_t model_numel_ = 0;
 
   struct PendingForward {
     ModuleIndex module;

@@ -245,8 +245,8 @@ std::optional<int64_t> parse_int(const std::string& text, bool allow_float_form)
 
 }  // namespace
 
-std::optional<int64_t> YamlReader::read_int(const Field& field, int64_t min,
-                                            bool allow_float_form) {
+std::optional<int64_t> YamlReader::read_int(const Field& field, int64_t min, bool allow_float_form,
+                                            int64_t max) {
   const char* kind = min >= 0 ? "unsigned integer" : "integer";
   const YAML::Node& value = field.value;
   if (allow_float_form && value.IsScalar() && value.Scalar() == "auto") {
@@ -267,6 +267,11 @@ std::optional<int64_t> YamlReader::read_int(const Field& field, int64_t min,
     } else {
       error(value, fmt::format("'{}' must be at least {}, got {}", field.name, min, *number));
     }
+    return std::nullopt;
+  }
+  if (*number > max) {
+    error(value, fmt::format("'{}' must be at most {} (zfetch's limit), got {}", field.name, max,
+                             *number));
     return std::nullopt;
   }
   return number;

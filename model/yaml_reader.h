@@ -93,9 +93,10 @@ class YamlReader {
   void check_keys(const YAML::Node& map, std::span<const std::string_view> known,
                   std::string_view context);
 
-  /// Integer at least `min`. Accepts a plain integer; with `allow_float_form`, also a
-  /// number like 5e8 with no fractional part (ds_config files use it).
-  std::optional<int64_t> read_int(const Field& field, int64_t min, bool allow_float_form = false);
+  /// Integer at least `min` and at most `max`. Accepts a plain integer; with
+  /// `allow_float_form`, also a number like 5e8 with no fractional part (ds_config files use it).
+  std::optional<int64_t> read_int(const Field& field, int64_t min, bool allow_float_form = false,
+                                  int64_t max = INT64_MAX);
   std::optional<bool> read_bool(const Field& field);
   std::optional<std::string> read_string(const Field& field);
   /// One integer or a list of them, each at least `min`.

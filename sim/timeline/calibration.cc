@@ -10,6 +10,7 @@
 
 #include "io/input_file.h"
 #include "model/json_parse.h"
+#include "model/limits.h"
 #include "model/read_error.h"
 
 namespace zfetch::sim {
@@ -84,7 +85,7 @@ struct Limit {
 constexpr Limit kMaxValue{1e18, "1e18"};
 constexpr Limit kMaxGbps{1e9, "1e9"};
 // Calibrations are measured on real machines: a world of more ranks is a typo.
-constexpr Limit kMaxWorldSize{1 << 20, "1048576"};
+constexpr Limit kMaxWorldSize{static_cast<double>(model::kMaxWorldSize), "1048576"};
 
 class Reader {
  public:
