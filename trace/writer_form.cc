@@ -43,15 +43,16 @@ constexpr uint64_t low_bytes(size_t n) {
 
 #if defined(__SSE2__)
 // The bits of the bytes of [at, at + 16) that end a name in the writer's form: a quote, a
-// backslash or a control byte.
+// backslash, a control byte or a non-ASCII byte (whose UTF-8 the general parser checks).
 [[gnu::always_inline]] inline uint32_t special_bytes(const char* at) {
   const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
   const __m128i control =
       _mm_cmpeq_epi8(_mm_max_epu8(bytes, _mm_set1_epi8(0x1F)), _mm_set1_epi8(0x1F));
   const __m128i quote = _mm_cmpeq_epi8(bytes, _mm_set1_epi8('"'));
   const __m128i backslash = _mm_cmpeq_epi8(bytes, _mm_set1_epi8('\\'));
-  return static_cast<uint32_t>(
-      _mm_movemask_epi8(_mm_or_si128(control, _mm_or_si128(quote, backslash))));
+  // A non-ASCII byte has its top bit set already, which is what movemask collects.
+  return static_cast<uint32_t>(_mm_movemask_epi8(
+      _mm_or_si128(bytes, _mm_or_si128(control, _mm_or_si128(quote, backslash)))));
 }
 #endif
 
