@@ -8,12 +8,12 @@
 
 namespace zfetch::sim {
 
-std::string empty_param_accumulate_error(std::span<const int64_t> shape, uint32_t uses,
-                                         int64_t data_numel) {
+EmptyParamAccumulation accumulate_into_empty(std::span<const int64_t> shape, uint32_t uses,
+                                             bool cast, int64_t data_numel) {
   if (shape.empty()) {
     return {};
   }
-  int64_t inner = 1;  // the contiguous gradient's first stride
+  int64_t inner = 1;  // the product of the dims after the first
   bool all_one = true;
   for (size_t d = 0; d < shape.size(); ++d) {
     all_one = all_one && shape[d] == 1;
@@ -21,11 +21,11 @@ std::string empty_param_accumulate_error(std::span<const int64_t> shape, uint32_
       inner *= shape[d];
     }
   }
-  const bool keeps_gradient = uses > 1 ? shape[0] == 1 || inner == 1 : all_one;
-  if (keeps_gradient) {
-    return {};
+  const bool contiguous = cast ? !all_one : uses > 1;
+  if (contiguous && inner == 1) {
+    return {};  // kept as it is: the full gradient
   }
-  return grad_into_buffer_error(shape, data_numel);
+  return {grad_into_buffer_error(shape, data_numel), true};
 }
 
 std::string grad_into_buffer_error(std::span<const int64_t> shape, int64_t data_numel) {

@@ -35,9 +35,11 @@ void AutogradGraph::add_post_backward(ModuleIndex m) {
   }
 }
 
-void AutogradGraph::add_pre_backward(ModuleIndex m) {
+void AutogradGraph::add_pre_backward(ModuleIndex m, ParamIndex emptied_return) {
   if (recording_) {
-    nodes_.push_back({Node::Kind::PreBackward, m, -1});
+    Node node{Node::Kind::PreBackward, m, -1};
+    node.emptied_return = emptied_return;
+    nodes_.push_back(node);
   }
 }
 

@@ -38,6 +38,9 @@ class AutogradGraph {
     uint32_t accumulate_count = 0;
     /// Compute: the module's input requires grad (a z3 leaf's backward hook then runs after it)
     bool input_rg = true;
+    /// PreBackward of a returned param that was partitioned before the node wrapped it (its
+    /// data empty), or kNone
+    ParamIndex emptied_return = model::kNone;
   };
   /// A checkpointed region of one forward (2.7).
   struct Region {
@@ -70,8 +73,12 @@ class AutogradGraph {
 
   /// The post-backward installer's node of `m` (its input requires grad).
   void add_post_backward(ModuleIndex m);
-  /// One pre-backward node of `m` (one differentiable output, or one returned trainable param).
-  void add_pre_backward(ModuleIndex m);
+  /// One pre-backward node of `m` (one differentiable output, or one returned trainable param;
+  /// `emptied_return`: that param, when it was partitioned before the wrap).
+  void add_pre_backward(ModuleIndex m, ParamIndex emptied_return = model::kNone);
+  /// Whether trainable param `p` was used in the current graph task (its AccumulateGrad node
+  /// exists, with the shape the param had at that first use).
+  [[nodiscard]] bool used(ParamIndex p) const { return use_task_[static_cast<size_t>(p)] == task_; }
   /// An op that saves tensors (a module's own computation); during a discarded replay it counts
   /// one saved tensor regenerated instead.
   void add_compute(ModuleIndex m, bool input_rg);

@@ -184,7 +184,13 @@ void Coordinator::gather(std::span<const ParamIndex> ps, EventKind kind) {
   group_ids_.push_back(group);
   ++emitter_.stats.gathers;
   std::vector<int64_t> ids;  // partition sizes, for the cross-rank comparison
+  // all_gather_coalesced gathers one param (or, with allgather_sequential, each param) alone and
+  // points its data at the output buffer at launch; at world size 1 no gather runs (the
+  // NoGatherHandle sets the data at once). A coalesced gather fills the data at its wait.
+  const bool shaped_at_launch =
+      ps.size() == 1 || config_.allgather_sequential || scenario_.world_size == 1;
   for (ParamIndex p : ps) {
+    params_.inflight_shaped[p] = static_cast<uint8_t>(shaped_at_launch);
     if (nvme_ && params_.swapped_in[p]) {
       --swap_buffers_used_;  // the gather consumes the swapped-in partition's buffer
     }

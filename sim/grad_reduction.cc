@@ -10,6 +10,7 @@ GradReduction::GradReduction(const model::Scenario& scenario, const ParamState& 
       leaf_param_(scenario.params.size(), 0),
       added_in_(scenario.params.size(), 0),
       added_by_(scenario.params.size(), -1) {
+  bucket_.reserve(scenario.params.size());
   // z3_leaf_parameter: every param of a z3 leaf module's subtree (own_params is recursive there).
   for (size_t m = 0; m < modules.leaf.size(); ++m) {
     if (modules.leaf[m]) {
@@ -23,6 +24,7 @@ GradReduction::GradReduction(const model::Scenario& scenario, const ParamState& 
 void GradReduction::begin_backward() {
   ++backward_;
   duplicate_.reset();
+  bucket_.clear();
 }
 
 void GradReduction::on_accumulated(ParamIndex p, int32_t task_region) {
@@ -49,6 +51,7 @@ void GradReduction::add(ParamIndex p, int32_t task_region) {
   }
   added_in_[i] = backward_;
   added_by_[i] = task_region;
+  bucket_.push_back(p);
 }
 
 }  // namespace zfetch::sim

@@ -41,6 +41,13 @@ class GradReduction {
   /// The first param that is in the bucket twice when the epilogue reduces it, if any:
   /// __reduce_and_partition_ipg_grads asserts len(set(ds_ids)) == len(params).
   [[nodiscard]] const std::optional<Duplicate>& duplicate() const { return duplicate_; }
+  /// Whether p's gradient is in this backward's bucket: the epilogue reduces it and sets the
+  /// param's grad to None. A z3 leaf param whose leaf module's hook did not run keeps its grad.
+  /// The params in this backward's bucket, in the order their gradients entered it.
+  [[nodiscard]] const std::vector<ParamIndex>& bucket() const { return bucket_; }
+  [[nodiscard]] bool in_bucket(ParamIndex p) const {
+    return added_in_[static_cast<size_t>(p)] == backward_;
+  }
 
  private:
   void add(ParamIndex p, int32_t task_region);
@@ -50,6 +57,7 @@ class GradReduction {
   std::vector<uint8_t> leaf_param_;
   std::vector<uint32_t> added_in_;  ///< per param: the backward it was last added in
   std::vector<int32_t> added_by_;   ///< per param: the task region that added it
+  std::vector<ParamIndex> bucket_;  ///< this backward's, each param once (reserved: no growth)
   uint32_t backward_ = 0;
   std::optional<Duplicate> duplicate_;
 };

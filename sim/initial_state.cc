@@ -23,6 +23,7 @@ ParamState initial_param_state(const model::Scenario& scenario) {
   }
   params.attributed_owner.assign(np, -1);
   params.inflight_group.assign(np, -1);
+  params.inflight_shaped.assign(np, 0);
   params.numel.resize(np);
   params.partition_numel.resize(np);
   params.bytes.resize(np);

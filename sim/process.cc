@@ -249,9 +249,15 @@ void Process::train_micro_step() {
   // engine.backward's _backward_epilogue reduces the bucket (allreduce_gradients) before the
   // optimizer's backward_epilogue releases the leftovers.
   reduction_epilogue();
-  // The reduction's partition_grads sets every reduced param's grad to None: all of them, since
-  // DeepSpeed's gradient hooks put every accumulated gradient into the bucket.
-  std::fill(params_.has_grad.begin(), params_.has_grad.end(), 0);
+  // The reduction's partition_grads sets every reduced param's grad to None. Every accumulated
+  // gradient is in the bucket, except a z3 leaf param's when its leaf module's backward hook did
+  // not run after it (the subtree called without the leaf): that grad stays until the step.
+  for (size_t p = 0; p < params_.has_grad.size(); ++p) {
+    const auto param = static_cast<ParamIndex>(p);
+    params_.has_grad[p] =
+        static_cast<uint8_t>(params_.has_grad[p] && params_.canonical[param] == param &&
+                             !grad_reduction_.in_bucket(param));
+  }
   std::fill(params_.emptied_grad_numel.begin(), params_.emptied_grad_numel.end(), -1);
   coordinator_->release_backward_leftovers();
   in_graph_task_ = false;
@@ -281,6 +287,7 @@ void Process::optimizer_step() {
   emitter_.emit(EventKind::OptimizerStep);
   ++emitter_.stats.optimizer_steps;
   coordinator_->release_and_reset_all();
+  unreduced_grad_check();
   if (overflow_) {
     // fp16 overflow: the step is skipped before _post_step, so persistent params stay
     // partitioned (1.5, 10.21).
@@ -289,6 +296,41 @@ void Process::optimizer_step() {
   }
   gather_persistent();  // _post_step
   ++emitter_.context.step;
+}
+
+void Process::unreduced_grad_check() {
+  // The step's _prepare_fp32_grad_for_sub_group calls zero_grad(set_to_none=True), which runs
+  // `p.grad.record_stream(get_accelerator().current_stream())` for every param that still has a
+  // grad; on the CPU accelerator that raises (seen on real DeepSpeed, campaign 4242's
+  // fuzz-4242-217), on a GPU it succeeds and the gradient is dropped without a word
+  // (scenarios/deepspeed_tests/user_backward_leaf_module passes in DeepSpeed's GPU tests).
+  if (options_.accelerator != Accelerator::Cpu) {
+    return;
+  }
+  for (ParamIndex p : params_.by_id) {
+    if (!params_.has_grad[p]) {
+      continue;
+    }
+    const model::ParamSpec& param = scenario_.params[p];
+    ModuleIndex leaf = param.owner;  // the z3 leaf whose subtree holds the param
+    while (leaf != model::kNone && !(modules_.leaf[leaf] && modules_.hooked[leaf])) {
+      leaf = scenario_.modules[leaf].parent;
+    }
+    const std::string leaf_name =
+        leaf == model::kNone ? std::string("?") : scenario_.modules[leaf].qualified_name;
+    raise(OutcomeKind::Error, "unknown parameter type",
+          fmt::format("{} belongs to z3 leaf module '{}', and its gradient was accumulated but "
+                      "never reduced: DeepSpeed registers no gradient hook on a z3 leaf's params "
+                      "(create_reduce_and_remove_grad_hooks) and reduces them in the leaf module's "
+                      "backward hook (reduce_leaf_module_grads), which did not run after this "
+                      "gradient (a module below the leaf was called without the leaf, or the hook "
+                      "ran before the gradient arrived). The optimizer step's zero_grad then finds "
+                      "the grad: on the CPU accelerator its record_stream call raises this error; "
+                      "on a GPU the gradient is silently discarded and the param is not trained "
+                      "by it. Call the z3 leaf module itself, not its submodules.",
+                      param.qualified_name, leaf_name),
+          model::kNone);
+  }
 }
 
 void Process::save_checkpoint(const std::string& tag) {

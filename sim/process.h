@@ -75,6 +75,10 @@ class Process {
   void unpack_region(int32_t region);
   void accumulate_grad(const AutogradGraph::Node& node, AutogradGraph::Accumulation accumulation);
   /// The backward hook of z3 leaf `m` (reduce_leaf_module_grads).
+  /// The backward of a pre-backward node that wrapped a returned param with its data emptied.
+  [[noreturn]] void emptied_return_error(const AutogradGraph::Node& node);
+  /// At the optimizer step: a param that still has a grad (never reduced) fails zero_grad.
+  void unreduced_grad_check();
   void leaf_module_backward(ModuleIndex m);
   void reduction_epilogue();
   [[nodiscard]] std::string autograd_execution(int32_t task_region) const;

@@ -1,6 +1,7 @@
 // The backward of one process: autograd's node order, the backward hooks, activation-checkpoint
 // replay (semantics 2.5-2.8, docs/backward-order.md).
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "sim/accumulate_grad.h"
 #include "sim/process.h"
@@ -19,6 +20,9 @@ void Process::run_backward(size_t begin) {
     switch (node.kind) {
     case AutogradGraph::Node::Kind::PreBackward:
       pre_backward(node.module);
+      if (node.emptied_return != model::kNone) {
+        emptied_return_error(node);
+      }
       break;
     case AutogradGraph::Node::Kind::PostBackward:
       if (--modules_.grads_remaining[node.module] == 0) {
@@ -51,6 +55,29 @@ void Process::run_backward(size_t begin) {
       accumulate_grad(node, *it);
     }
   }
+}
+
+void Process::emptied_return_error(const AutogradGraph::Node& node) {
+  // torch's validate_outputs: the gradient PreBackwardFunctionForModule.backward hands on has the
+  // shape of the tensor it wrapped (empty), and the param's AccumulateGrad, made at its first use
+  // in this graph, expects the full shape.
+  const ParamIndex p = node.emptied_return;
+  const model::ParamSpec& param = scenario_.params[p];
+  const std::string& owner = scenario_.modules[node.module].qualified_name;
+  raise(OutcomeKind::Error,
+        fmt::format("Function PreBackwardFunctionForModuleBackward returned an invalid gradient at "
+                    "index 0 - got [{}] but expected shape compatible with [{}]",
+                    params_.fast_sharded[p] ? 1 : 0, fmt::join(param.shape, ", ")),
+        fmt::format("{} returns {}, and its post-forward hook releases the param before the "
+                    "pre-backward hook wraps the output: DeepSpeed's _post_forward_module_hook "
+                    "(which partitions the module's params) is registered before "
+                    "_pre_backward_module_hook. The output is the param with its data emptied, so "
+                    "the loss, and the gradient that comes back to the wrapper, have shape [0]. "
+                    "Return a tensor computed from the parameter instead, or make the parameter "
+                    "persistent (stage3_param_persistence_threshold).",
+                    owner.empty() ? std::string("The root module") : "Module '" + owner + "'",
+                    param.qualified_name),
+        model::kNone);
 }
 
 void Process::leaf_module_backward(ModuleIndex m) {
@@ -95,13 +122,19 @@ void Process::accumulate_grad(const AutogradGraph::Node& node,
                                                    : "its data is empty"),
             model::kNone);
     }
-    params_.emptied_grad_numel[p] = -1;  // the sum has the full shape
+    // An in-place add that fits keeps the short tensor (a [1] gradient into [0] stays [0]).
   }
   // The gradient has the param's full shape; storing it into a partitioned param's empty data
-  // (shape [0]) can fail (sim/accumulate_grad.h).
+  // (shape [0]) can fail, or store a short copy (sim/accumulate_grad.h).
   if (!params_.has_grad[p] && params_.status[p] != Status::Available) {
-    const std::string error = empty_param_accumulate_error(
-        scenario_.params[p].shape, accumulation.uses, params_.fast_sharded[p] ? 1 : 0);
+    const int64_t data_numel = params_.fast_sharded[p] ? 1 : 0;
+    const EmptyParamAccumulation stored =
+        accumulate_into_empty(scenario_.params[p].shape, accumulation.uses,
+                              scenario_.params[p].dtype != model::DType::Fp32, data_numel);
+    if (stored.copied && stored.error.empty() && data_numel != params_.numel[p]) {
+      params_.emptied_grad_numel[p] = static_cast<int8_t>(data_numel);
+    }
+    const std::string& error = stored.error;
     if (!error.empty()) {
       const std::string& name = scenario_.params[p].qualified_name;
       const bool read = node.kind == AutogradGraph::Node::Kind::DataRead;
@@ -136,6 +169,31 @@ std::string Process::autograd_execution(int32_t task_region) const {
 }
 
 void Process::reduction_epilogue() {
+  // __reduce_and_partition_ipg_grads first checks every bucketed gradient's size, then that no
+  // param is in the bucket twice.
+  for (ParamIndex p : grad_reduction_.bucket()) {
+    const int64_t stored = params_.emptied_grad_numel[p];
+    if (stored < 0 || stored == params_.numel[p]) {
+      continue;
+    }
+    const std::string& name = scenario_.params[p].qualified_name;
+    raise(OutcomeKind::Error,
+          fmt::format("{} != {} Cannot reduce scatter gradients whose size is not same as the "
+                      "params",
+                      stored, params_.numel[p]),
+          fmt::format("{}'s gradient was stored while the param was partitioned (its data "
+                      "empty): torch's AccumulateGrad copied the one-element gradient into a "
+                      "tensor of the data's shape, which broadcasts without an error, so the "
+                      "param's grad has {} elements, and the reduction at the end of "
+                      "engine.backward refuses it. The last op to use {} ran its backward after "
+                      "the param was released (a data read whose module did not fetch it for its "
+                      "backward, or a z3 leaf's backward hook that ran before the leaf's fetch). "
+                      "Register the param as the reading module's external parameter "
+                      "(--discovery residency-independent registers every access), or keep it "
+                      "persistent.",
+                      name, stored, name),
+          model::kNone);
+  }
   const std::optional<GradReduction::Duplicate>& twice = grad_reduction_.duplicate();
   if (!twice) {
     return;

@@ -88,9 +88,13 @@ bool Process::call_module(ModuleIndex m, bool input_rg) {
     }
     for (ParamIndex p : returned_[m]) {
       if (!params_.frozen[p]) {
+        // The post-forward hook runs before the pre-backward installer: a returned param that
+        // m's release partitioned is wrapped with its data empty, and the loss is computed
+        // from that empty tensor (seen on real DeepSpeed, campaign 4242's fuzz-4242-148).
+        const bool emptied = params_.status[p] == Status::NotAvailable && graph_.used(p);
+        graph_.add_pre_backward(m, emptied ? p : model::kNone);
         // The wrapped param flows on to whoever consumes it: its gradient comes back through
         // this node, so the node is a use of the param (docs/backward-order.md 7a).
-        graph_.add_pre_backward(m);
         graph_.add_use(p);
       }
     }

@@ -37,7 +37,11 @@ bool Process::access(ModuleIndex context, const Op& op, bool rg) {
     history_.add(RecordedAccess{top, p, status, registered, emitter_.context});
   }
   if (op.access == model::AccessKind::Data) {
-    if (params_.status[p] != Status::Available) {
+    // An INFLIGHT param whose gather already set its data reads with its full shape (the values
+    // are only complete after the wait); one whose data is still empty fails like a real use.
+    const bool shaped = params_.status[p] == Status::Available ||
+                        (params_.status[p] == Status::Inflight && params_.inflight_shaped[p]);
+    if (!shaped) {
       raise(
           OutcomeKind::NotAvailable,
           fmt::format("module '{}' computed with {} while it was {} (shape [0])",

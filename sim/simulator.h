@@ -72,8 +72,13 @@ struct Outcome {
   static constexpr size_t kMaxHazards = 100;
 };
 
+/// The accelerator DeepSpeed runs on, where it changes an outcome: the CPU accelerator (CPU
+/// ranks with gloo, as the real-DeepSpeed recordings run) fails where a GPU drops a gradient.
+enum class Accelerator : uint8_t { Gpu, Cpu };
+
 struct Options {
   Discovery discovery = Discovery::ResidentSkip;
+  Accelerator accelerator = Accelerator::Gpu;
 };
 
 /// Runs the scenario's schedule on every rank that behaves differently (one rank when the

@@ -54,9 +54,13 @@ struct ParamState {
   std::vector<IdSet> consumers;           ///< ds_active_sub_modules (module ds_ids)
   std::vector<int64_t> attributed_owner;  ///< module ds_id added by recompute attribution, or -1
   std::vector<int64_t> inflight_group;    ///< gather group of the in-flight handle, or -1
-  std::vector<int64_t> numel;             ///< ds_numel
-  std::vector<int64_t> partition_numel;   ///< ds_tensor.ds_numel (P of 1.3)
-  std::vector<int64_t> bytes;             ///< full size in bytes
+  /// INFLIGHT with its full-shape data already: a gather of the param alone sets the data when
+  /// it is launched, a coalesced one only at its wait (partition_parameters.py,
+  /// _all_gather_sequential vs AllGatherCoalescedHandle.wait)
+  std::vector<uint8_t> inflight_shaped;
+  std::vector<int64_t> numel;            ///< ds_numel
+  std::vector<int64_t> partition_numel;  ///< ds_tensor.ds_numel (P of 1.3)
+  std::vector<int64_t> bytes;            ///< full size in bytes
   std::vector<uint8_t> frozen;
   std::vector<uint8_t> multi_dim;       ///< len(ds_shape) != 1 (ZenFlow transposes these)
   std::vector<uint8_t> compute_layout;  ///< ZenFlow: 1 when the data is in compute layout

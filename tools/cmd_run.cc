@@ -37,6 +37,7 @@ namespace {
 struct RunOptions {
   std::string scenario;
   std::string discovery = "resident-skip";
+  std::string accelerator = "gpu";
   std::string trace_path;
   std::string timeline_path;
   std::string report_path;
@@ -117,6 +118,8 @@ int run(const RunOptions& options) {
   }
   sim::Options sim_options;
   sim_options.discovery = *discovery;
+  sim_options.accelerator =
+      options.accelerator == "cpu" ? sim::Accelerator::Cpu : sim::Accelerator::Gpu;
   if (const uint64_t planned = planned_operations(*scenario); planned > options.max_events) {
     std::fprintf(stderr, "%s\n",
                  planned_work_message(options.scenario, planned, options.max_events).c_str());
@@ -364,6 +367,11 @@ void setup_run(CLI::App& sub, std::function<int()>& action) {
   sub.add_option("--discovery", options->discovery,
                  "external-access discovery: resident-skip (DeepSpeed <= 0.19.9) or "
                  "residency-independent (PR #8875)")
+      ->capture_default_str();
+  sub.add_option("--accelerator", options->accelerator,
+                 "the accelerator DeepSpeed runs on, where it changes the outcome: gpu, or cpu "
+                 "(CPU ranks with gloo, as tools/recorder records real DeepSpeed)")
+      ->check(CLI::IsMember({"gpu", "cpu"}))
       ->capture_default_str();
   sub.add_option("--trace", options->trace_path,
                  "write the event trace (JSON Lines; - for stdout)");

@@ -7,7 +7,7 @@
 --corpus takes what tools/recorder/run_corpus.sh produced (corpus.tgz, or the folder it unpacks to):
 per scenario and policy a result file (outcome, where it failed, the process's id bases) and the
 rank-0 trace.  For each, the simulator runs the same scenario and policy
-(``zfetch run YAML --discovery P --trace F --json``) and ``zfetch diff`` compares the two traces
+(``zfetch run YAML --discovery P --accelerator cpu --trace F --json``) and ``zfetch diff`` compares the two traces
 (docs/diff.md) on the event kinds the recorder covers (``--kinds recorded``: own-param reads left
 out), rank 0, each event on the fields both sides write for its kind (engine, step, micro_step,
 phase, kind, trace_step, module, param, status, numel, bytes), ids ignored (a corpus run's ids are
@@ -245,7 +245,9 @@ def find_zfetch(given):
 
 def simulate(zfetch, yaml_path, policy, tmp):
     out = os.path.join(tmp, f"sim.{os.getpid()}.{threading.get_ident()}.{policy}.jsonl")
-    proc = subprocess.run([zfetch, "run", yaml_path, "--discovery", policy, "--trace", out, "--json"],
+    # Every recording ran DeepSpeed's CPU accelerator (CPU ranks, gloo): simulate that one.
+    proc = subprocess.run([zfetch, "run", yaml_path, "--discovery", policy, "--accelerator", "cpu", "--trace", out,
+                           "--json"],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"zfetch run {yaml_path} exited {proc.returncode}: {proc.stderr.strip()[:500]}")
