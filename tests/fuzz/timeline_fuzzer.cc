@@ -7,13 +7,13 @@
 #include <string>
 #include <string_view>
 
-#include "sim/explore/counter_rng.h"
 #include "sim/explore/generator.h"
 #include "sim/simulator.h"
 #include "sim/timeline/calibration.h"
 #include "sim/timeline/cost_model.h"
 #include "sim/timeline/timeline.h"
 #include "tests/fuzz/fuzz_check.h"
+#include "tests/fuzz/input_hash.h"
 
 namespace {
 
@@ -37,12 +37,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!parsed.calibration) {
     return 0;
   }
-  uint64_t h = size;
-  for (size_t i = 0; i < size; ++i) {
-    h = zfetch::sim::mix64(h ^ data[i]);
-  }
-  const zfetch::model::Scenario scenario =
-      zfetch::sim::generate_scenario(h, 0, zfetch::sim::GeneratorProfile::Full);
+  const zfetch::model::Scenario scenario = zfetch::sim::generate_scenario(
+      input_hash(data, size), 0, zfetch::sim::GeneratorProfile::Full);
   const zfetch::sim::AnalyticalCostModel cost(scenario, *parsed.calibration);
   FUZZ_CHECK(summary_of(scenario, cost) == summary_of(scenario, cost));
   return 0;

@@ -24,6 +24,17 @@ TEST_SUITE("model") {
     CHECK_FALSE(closest_word("float32", words).has_value());
     CHECK_FALSE(closest_word("fp32", words).has_value());  // an exact match is no suggestion
   }
+
+  TEST_CASE("spellcheck: the search skips far candidates but finds the same word") {
+    using namespace std::string_view_literals;
+    CHECK(edit_distance("abc", "abcdefgh") == 5);  // the plain distance has no bound
+    const std::array keys = {"stage"sv, "offload_param"sv, "zero_optimization"sv, "fp16"sv};
+    CHECK(closest_word("zero_optimisation", keys) == "zero_optimization");
+    CHECK(closest_word("fp1600", keys) == "fp16");                    // 2 longer, 2 edits
+    CHECK(closest_word("offload_parameters", keys) == std::nullopt);  // 5 longer
+    CHECK(closest_word("xxxxxxxxxxxxxxxxxxxxxxxxx", keys) == std::nullopt);
+    CHECK_FALSE(closest_word("fp16", keys).has_value());  // an exact match, after the skipped ones
+  }
 }
 
 }  // namespace zfetch::model
