@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -26,11 +28,15 @@ using model::ScheduleItem;
 
 constexpr std::array<int64_t, 5> kSmallNumels = {1, 4, 8, 16, 64};
 constexpr std::array<const char*, 3> kParamNames = {"w", "v", "u"};
+// Keys the stream of the calls' `input:` / `input_from:` draws (any constant other than 0).
+constexpr uint64_t kCallInputStream = 0x1a9e7f3c5b2d4e61;
 
 class Generator {
  public:
   Generator(uint64_t seed, uint64_t index, GeneratorProfile profile)
-      : rng_(seed, index), runner_(profile == GeneratorProfile::Runner) {
+      : rng_(seed, index),
+        inputs_rng_(seed ^ kCallInputStream, index),
+        runner_(profile == GeneratorProfile::Runner) {
     s_.name = fmt::format("fuzz-{}-{}", seed, index);
     s_.source = fmt::format("zfetch fuzz --seed {}: scenario {}", seed, index);
   }
@@ -323,6 +329,9 @@ class Generator {
     if (ops.empty()) {
       return;  // `forward: []` is not a file the loader takes; keep the default forward
     }
+    if (!runner_) {
+      draw_call_inputs(ops);
+    }
     s_.modules[m].has_forward = true;
     s_.modules[m].forward = std::move(ops);
     if (m != 0 && !s_.modules[m].children.empty() && rng_.chance(8)) {
@@ -448,7 +457,63 @@ class Generator {
     }
   }
 
+  // ---- what a call consumes ----
+
+  // Does `op` call `module` in the scope it belongs to (a repeat body is part of that scope, a
+  // checkpoint body is a scope of its own)?
+  static bool calls_in_scope(const Op& op, ModuleIndex module) {
+    if (op.kind == Op::Kind::Call) {
+      return op.callee == module;
+    }
+    if (op.kind == Op::Kind::Repeat) {
+      return std::any_of(op.body.begin(), op.body.end(),
+                         [&](const Op& inner) { return calls_in_scope(inner, module); });
+    }
+    return false;
+  }
+
+  // Now and then a top-level call is fed something other than the running value: `input:
+  // no_grad`, `input: forward_input`, or `input_from:` an earlier top-level call whose callee
+  // is not called again in between (so that it is the one the loader links, and marking its
+  // `output_read` gives what loading the written file gives). Drawn from a stream of their own:
+  // every other draw is the one the generator made before these keys existed.
+  void draw_call_inputs(std::vector<Op>& ops) {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      if (ops[i].kind != Op::Kind::Call || !inputs_rng_.chance(10)) {
+        continue;
+      }
+      // input_from twice as often as the others: it is drawn only where a source exists.
+      const int64_t roll = inputs_rng_.uniform(0, 3);
+      if (roll == 0) {
+        ops[i].input = model::CallInput::NoGrad;
+        continue;
+      }
+      if (roll == 1) {
+        ops[i].input = model::CallInput::ForwardInput;
+        continue;
+      }
+      std::vector<size_t> sources;
+      for (size_t j = 0; j < i; ++j) {
+        const bool called_again =
+            std::any_of(ops.begin() + static_cast<std::ptrdiff_t>(j) + 1,
+                        ops.begin() + static_cast<std::ptrdiff_t>(i),
+                        [&](const Op& between) { return calls_in_scope(between, ops[j].callee); });
+        if (ops[j].kind == Op::Kind::Call && !called_again) {
+          sources.push_back(j);
+        }
+      }
+      if (!sources.empty()) {
+        Op& source = ops[sources[static_cast<size_t>(
+            inputs_rng_.uniform(0, static_cast<int64_t>(sources.size()) - 1))]];
+        source.output_read = true;
+        ops[i].input = model::CallInput::OutputOf;
+        ops[i].input_from = source.callee;
+      }
+    }
+  }
+
   CounterRng rng_;
+  CounterRng inputs_rng_;  // only for draw_call_inputs
   bool runner_;
   Scenario s_;
   int64_t threshold_ = 0;

@@ -3,8 +3,11 @@
 
 #include <doctest/doctest.h>
 
+#include <map>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "model/load.h"
 #include "model/scenario_writer.h"
@@ -29,6 +32,23 @@ bool names_a_rank(const std::vector<model::Op>& ops) {
     }
   }
   return false;
+}
+
+// Per op in program order: its call input, and whether a later `input_from` reads its output.
+void collect_call_inputs(const std::vector<model::Op>& ops,
+                         std::vector<std::pair<model::CallInput, bool>>& out) {
+  for (const model::Op& op : ops) {
+    out.emplace_back(op.input, op.output_read);
+    collect_call_inputs(op.body, out);
+  }
+}
+
+std::vector<std::pair<model::CallInput, bool>> call_inputs(const model::Scenario& s) {
+  std::vector<std::pair<model::CallInput, bool>> out;
+  for (const model::ModuleSpec& m : s.modules) {
+    collect_call_inputs(m.forward, out);
+  }
+  return out;
 }
 
 TEST_SUITE("explore") {
@@ -63,6 +83,33 @@ TEST_SUITE("explore") {
         for (Discovery d : {Discovery::ResidentSkip, Discovery::ResidencyIndependent}) {
           CHECK(digest_of(*loaded.scenario, d) == digest_of(s, d));
         }
+      }
+    }
+  }
+
+  TEST_CASE("generator: calls fed no_grad, forward_input and an earlier output load back") {
+    std::map<model::CallInput, int> seen;
+    for (uint64_t i = 0; i < 300; ++i) {
+      const model::Scenario s = generate_scenario(3, i, GeneratorProfile::Full);
+      const std::string yaml = model::write_scenario_yaml(s);
+      const model::LoadResult loaded = model::parse_scenario_text("generated.yaml", yaml);
+      INFO(yaml);
+      REQUIRE(loaded.scenario.has_value());
+      // The loader links each `input_from` to the latest earlier call: the generator marked
+      // the same one.
+      const auto inputs = call_inputs(s);
+      CHECK(call_inputs(*loaded.scenario) == inputs);
+      for (const auto& [input, output_read] : inputs) {
+        ++seen[input];
+      }
+    }
+    CHECK(seen[model::CallInput::NoGrad] >= 5);
+    CHECK(seen[model::CallInput::ForwardInput] >= 5);
+    CHECK(seen[model::CallInput::OutputOf] >= 5);
+    for (uint64_t i = 0; i < 300; ++i) {  // the runner profile's scenarios are as before
+      for (const auto& [input, output_read] :
+           call_inputs(generate_scenario(3, i, GeneratorProfile::Runner))) {
+        CHECK(input == model::CallInput::Running);
       }
     }
   }
