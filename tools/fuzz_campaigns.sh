@@ -10,7 +10,8 @@
 # cheap target that finishes early leaves its cores to the others. OUT_DIR receives per target
 # its seeds, its corpus, each job's log (fuzz-J.log), any crash, timeout or leak input (crash-*,
 # timeout-*, leak-*, oom-*), and summary.txt: per target the executions (the sum of every job's
-# stat::number_of_executed_units), the seconds, the rate, the crashes and the command.
+# stat::number_of_executed_units), the seconds, the rate, the crashes and the command. Exit 1
+# when a target crashed, hung or had a sanitizer report.
 #
 # Why in-process jobs and not -fork: fork mode restarts a process and reloads the corpus for
 # every few hundred inputs, which cost more than the inputs themselves. Why -entropic=0: with the
@@ -48,17 +49,22 @@ declare -A max_len=([scenario]=4096 [trace_reader]=4096 [ds_config]=4096 [timeli
                     [sweep_set]=256)
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1
 declare -A commands
-start=$(date +%s)
+rm -f "$RESULTS/failed"
+# A folder's corpus carries over from an earlier campaign; its logs and findings do not.
 for t in "${targets[@]}"; do
-  w=${workers[$t]:-$all}
   dir=$RESULTS/$t
-  rm -rf "$dir/seeds"
+  rm -rf "$dir/seeds" "$dir"/fuzz-*.log "$dir"/crash-* "$dir"/leak-* "$dir"/oom-* "$dir"/timeout-*
   mkdir -p "$dir/corpus" "$dir/seeds"
   for s in ${seeds[$t]}; do
     [ -d "$s" ] || continue
     find "$s" -type f -name "${patterns[$t]}" -size -$((max_len[$t] + 1))c -print0 |
-      while IFS= read -r -d '' f; do cp "$f" "$dir/seeds/$(echo "$f" | tr / _)"; done
+      while IFS= read -r -d '' f; do cp "$f" "$dir/seeds/${f//\//_}"; done
   done
+done
+start=$(date +%s)
+for t in "${targets[@]}"; do
+  w=${workers[$t]:-$all}
+  dir=$RESULTS/$t
   commands[$t]="zfetch_${t}_fuzzer -jobs=$w -workers=$w -runs=$(((EXECS + w - 1) / w)) \
 -max_total_time=$SECONDS_MAX -entropic=0 -max_len=${max_len[$t]} \
 -dict=tests/fuzz/${dicts[$t]}.dict -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 corpus seeds"
@@ -85,7 +91,13 @@ wait
     reports=$(cat "$dir"/fuzz-*.log 2>/dev/null | grep -c '^SUMMARY: ')
     printf '%-13s %12s %8s %10s %8s (timeouts %s, sanitizer reports %s, jobs %s)\n' "$t" "$n" \
       "$took" $((n / (took > 0 ? took : 1))) "$crashes" "$timeouts" "$reports" "${workers[$t]:-$all}"
+    [ $((crashes + timeouts + reports)) = 0 ] || touch "$RESULTS/failed"
   done
   echo
   for t in "${targets[@]}"; do echo "$t: ${commands[$t]}"; done
 } | tee "$RESULTS/summary.txt"
+if [ -e "$RESULTS/failed" ]; then
+  rm -f "$RESULTS/failed"
+  echo "a target crashed, hung or had a sanitizer report: see $RESULTS/*/fuzz-*.log" >&2
+  exit 1
+fi
