@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 
 #include "cuda_kernels/buffers.h"
@@ -123,13 +124,15 @@ class Graph {
     depend(kCompute, deps_.last(kComm));
     depend(kCompute, deps_.last(kH2d));
   }
-  // A timing event recorded inside the graph when compute's current point is reached, on the
-  // marks' chain (compute does not wait for it).
-  cudaEvent_t timing_mark() {
+  // A timing event recorded inside the graph when the compute point `at` is reached, on the
+  // marks' chain (compute does not wait for it). Added after the ops that follow `at`: a node's
+  // dependents start in the order they were added, and a mark added first delays them (by 0.2-0.4
+  // us on an H200, which a step of one small gather notices).
+  cudaEvent_t timing_mark(const std::vector<Ref>& at) {
     cudaEvent_t e = nullptr;
     ZFETCH_CUDA_CHECK(cudaEventCreate(&e));
     events_.push_back(e);
-    depend(kMark, point(kCompute));
+    depend(kMark, at);
     ZFETCH_CUDA_CHECK(cudaEventRecordWithFlags(e, prepare(kMark), cudaEventRecordExternal));
     added(kMark);
     return e;
@@ -348,6 +351,124 @@ double measure_spin_gap() {
   return std::max(0.0, median(gaps));
 }
 
+// A dependent round trip compute -> gather -> compute, as the replay issues a waited gather.
+void round_trip(Graph& g, const Bucket& b) {
+  g.depend(kCompute, issue_gather(g, b, nullptr, false, true));
+}
+
+// Dependent round trips of buckets of `params_of(bytes)`, for bytes from `first` to 1 GiB in
+// x`step` steps: (W * shard bytes, ns per round trip). Each size cycles through enough buckets to
+// hold 4x L2 (a replay's gathers each move other buffers, so they start with a cold L2, as bench
+// rotates sets), one size at a time (at most ~2 GiB on the GPU).
+template <typename ParamsOf>
+std::vector<TimedPoint> measure_curve(std::uint32_t world, cudaStream_t setup, std::uint64_t first,
+                                      std::uint64_t step, ParamsOf&& params_of) {
+  int device = 0;
+  ZFETCH_CUDA_CHECK(cudaGetDevice(&device));
+  int l2 = 0;
+  ZFETCH_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
+  std::vector<TimedPoint> pts;
+  for (std::uint64_t bytes = first; bytes <= (1ULL << 30); bytes *= step) {
+    std::vector<ReplayParam> specs;
+    BucketSet set(world, setup);
+    const auto copies = static_cast<int>(
+        std::clamp<std::uint64_t>(4ULL * static_cast<std::uint64_t>(l2) / (2 * bytes) + 1, 1, 64));
+    std::vector<const Bucket*> rotation;
+    for (int c = 0; c < copies; ++c) {
+      std::vector<std::uint32_t> ps;
+      for (const ReplayParam& p : params_of(bytes)) {
+        ps.push_back(static_cast<std::uint32_t>(specs.size()));
+        specs.push_back(p);
+      }
+      rotation.push_back(&set.get(ps, specs));
+    }
+    ZFETCH_CUDA_CHECK(cudaStreamSynchronize(setup));
+    const int reps = static_cast<int>(std::clamp<std::uint64_t>((1ULL << 30) / bytes, 8, 1000));
+    int next = 0;
+    const double t = time_graph(reps, 5, [&](Graph& g) {
+      round_trip(g, *rotation[static_cast<std::size_t>(next++ % copies)]);
+    });
+    pts.push_back({static_cast<double>(rotation.front()->shard_bytes) * world, t});
+  }
+  return pts;
+}
+
+// The fixed costs of the smallest operations, each the median per op of a chain of many in one
+// graph: what a latency-bound schedule spends beyond the curves (docs/gpu.md "Fixed costs").
+void measure_fixed_costs(std::uint32_t world, cudaStream_t setup, ReplayCosts& m) {
+  constexpr int kReps = 1000;
+  constexpr int kRotation = 4;  // buckets of one shape taken in turn
+  std::vector<ReplayParam> specs;
+  BucketSet set(world, setup);
+  auto shape = [&](std::uint32_t params, std::uint64_t numel, std::uint32_t elem) {
+    std::vector<const Bucket*> rotation;
+    for (int c = 0; c < kRotation; ++c) {
+      std::vector<std::uint32_t> ps;
+      for (std::uint32_t k = 0; k < params; ++k) {
+        ps.push_back(static_cast<std::uint32_t>(specs.size()));
+        specs.push_back({numel, elem});
+      }
+      rotation.push_back(&set.get(ps, specs));
+    }
+    return rotation;
+  };
+  // Odd fp32 sizes (the 4-byte path, one chunk per param and rank) from 1 to 64 params, and the
+  // curve's own shape (bf16, a multiple of 8 * W elements) with 1 and 4 params.
+  const std::uint64_t unit = 8ULL * world;
+  const std::vector<std::array<std::uint64_t, 3>> shapes = {{1, 15, 4},   {1, 100, 4}, {3, 15, 4},
+                                                            {4, 15, 4},   {16, 15, 4}, {64, 15, 4},
+                                                            {1, unit, 2}, {4, unit, 2}};
+  std::vector<std::vector<const Bucket*>> rotations;
+  for (const auto& [params, numel, elem] : shapes) {
+    rotations.push_back(
+        shape(static_cast<std::uint32_t>(params), numel, static_cast<std::uint32_t>(elem)));
+  }
+  ZFETCH_CUDA_CHECK(cudaStreamSynchronize(setup));
+  auto chain = [&](const std::vector<const Bucket*>& rotation, auto&& body) {
+    int next = 0;
+    return time_graph(kReps, 5, [&](Graph& g) {
+      body(g, *rotation[static_cast<std::size_t>(next++ % kRotation)]);
+    });
+  };
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const Bucket& b = *rotations[i].front();
+    m.tiny_gathers.push_back({static_cast<std::uint32_t>(shapes[i][0]),
+                              static_cast<std::uint32_t>(shapes[i][2]), shapes[i][1],
+                              static_cast<double>(b.shard_bytes) * world,
+                              chain(rotations[i], round_trip)});
+  }
+  const std::vector<const Bucket*>& smallest = rotations.back();
+  m.smallest_gather_ns = m.tiny_gathers.back().ns;
+  // A gather issued right after a compute kernel (a getter or a persistent gather in the middle
+  // of a forward): the pair's period less the kernel's.
+  constexpr std::uint64_t kSpinNs = 2000;
+  const double spin_alone = time_graph(200, 5, [&](Graph& g) { g.spin(kSpinNs); });
+  int next = 0;
+  const double spin_and_gather = time_graph(200, 5, [&](Graph& g) {
+    g.spin(kSpinNs);
+    round_trip(g, *smallest[static_cast<std::size_t>(next++ % kRotation)]);
+  });
+  m.gather_after_compute_ns = spin_and_gather - spin_alone;
+  // The offloaded gather of the smallest bucket: its shard copied from pinned memory first, and
+  // the copy alone, both dependent on compute.
+  PinnedBuffer host(4096);
+  std::memset(host.get(), 0x5a, host.size());
+  m.h2d_gather_ns = chain(smallest, [&](Graph& g, const Bucket& b) {
+    g.depend(kCompute, issue_gather(g, b, host.get(), true, true));
+  });
+  m.h2d_tiny_bytes = static_cast<double>(smallest.front()->shard_bytes);
+  m.h2d_tiny_ns = chain(smallest, [&](Graph& g, const Bucket& b) {
+    g.depend(kCompute, issue_gather(g, b, host.get(), true, false));
+  });
+  // A step mark (an event recorded off compute's chain) at the start of each round trip, added
+  // after it as the replay adds its marks.
+  m.marked_gather_ns = chain(smallest, [&](Graph& g, const Bucket& b) {
+    const std::vector<Ref> start = g.point(kCompute);
+    round_trip(g, b);
+    g.timing_mark(start);
+  });
+}
+
 }  // namespace
 
 ReplayCosts measure_replay_costs(std::uint32_t world) {
@@ -359,48 +480,30 @@ ReplayCosts measure_replay_costs(std::uint32_t world) {
   // between them was tried: alpha 1.8 us, which predicted the small-gather scenarios 50-70% low.)
   cudaStream_t setup = nullptr;
   ZFETCH_CUDA_CHECK(cudaStreamCreateWithFlags(&setup, cudaStreamNonBlocking));
-  auto round_trip = [](Graph& g, const Bucket& b) {
-    g.depend(kCompute, issue_gather(g, b, nullptr, false, true));
-  };
   {
-    std::vector<ReplayParam> specs;
-    std::vector<TimedPoint> pts;
-    int device = 0;
-    ZFETCH_CUDA_CHECK(cudaGetDevice(&device));
-    int l2 = 0;
-    ZFETCH_CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, device));
     // Params of a multiple of 8 * W elements (every rank's slice 16-byte aligned, as transformer
-    // shapes are; odd sizes take the kernel's 4-byte path, at half the bandwidth here).
+    // shapes are), 4 bf16 params a bucket, from the smallest such bucket (256 B, 512 B at W = 8):
+    // the tiny scenarios' gathers move a few hundred bytes, and a curve that starts above them
+    // would be extended below its range.
     const std::uint64_t unit = 8ULL * world;
-    // From the smallest such bucket (256 B, 512 B at W = 8): the tiny scenarios' gathers move a
-    // few hundred bytes, and a curve that starts above them would be extended below its range.
-    for (std::uint64_t bytes = std::max<std::uint64_t>(256, 8 * unit); bytes <= (1ULL << 30);
-         bytes *= 2) {
-      BucketSet set(world, setup);  // one size at a time: at most ~2 GiB on the GPU
-      // A replay's gathers each move other buffers, so they start with a cold L2: the round
-      // trips cycle through enough buckets of this size to hold 4x L2 (as bench rotates sets).
-      const auto copies = static_cast<int>(std::clamp<std::uint64_t>(
-          4ULL * static_cast<std::uint64_t>(l2) / (2 * bytes) + 1, 1, 64));
-      std::vector<const Bucket*> rotation;
-      for (int c = 0; c < copies; ++c) {
-        std::vector<std::uint32_t> ps;
-        for (int k = 0; k < 4; ++k) {
-          ps.push_back(static_cast<std::uint32_t>(specs.size()));
-          specs.push_back({std::max(unit, bytes / 2 / 4 / unit * unit), 2});
-        }
-        rotation.push_back(&set.get(ps, specs));
-      }
-      ZFETCH_CUDA_CHECK(cudaStreamSynchronize(setup));
-      const int reps = static_cast<int>(std::clamp<std::uint64_t>((1ULL << 30) / bytes, 8, 1000));
-      int next = 0;
-      const double t = time_graph(reps, 5, [&](Graph& g) {
-        round_trip(g, *rotation[static_cast<std::size_t>(next++ % copies)]);
-      });
-      const Bucket& b = *rotation.front();
-      const double gathered = static_cast<double>(b.shard_bytes) * world;
-      m.gather_bytes.push_back(gathered);
-      m.gather_ns.push_back(t);
-      pts.push_back({gathered, t});
+    const std::vector<TimedPoint> pts = measure_curve(
+        world, setup, std::max<std::uint64_t>(256, 8 * unit), 2, [&](std::uint64_t bytes) {
+          return std::vector<ReplayParam>(4, {std::max(unit, bytes / 2 / 4 / unit * unit), 2});
+        });
+    for (const TimedPoint& p : pts) {
+      m.gather_bytes.push_back(p.bytes);
+      m.gather_ns.push_back(p.time_ns);
+    }
+    // Odd params: one fp32 param a bucket whose every rank slice is 8 bytes short of whole
+    // 16-byte vectors (W * (4k + 2) elements), which the kernel copies by its slower paths.
+    const std::vector<TimedPoint> odd =
+        measure_curve(world, setup, 64, 4, [&](std::uint64_t bytes) {
+          const std::uint64_t per_rank = std::max<std::uint64_t>(bytes / 4 / world, 2) / 4 * 4 + 2;
+          return std::vector<ReplayParam>(1, {per_rank * world, 4});
+        });
+    for (const TimedPoint& p : odd) {
+      m.odd_gather_bytes.push_back(p.bytes);
+      m.odd_gather_ns.push_back(p.time_ns);
     }
     const LinearFit f = fit_alpha_bandwidth(pts, 1.0);
     m.gather_alpha_ns = f.alpha_ns;
@@ -429,6 +532,7 @@ ReplayCosts measure_replay_costs(std::uint32_t world) {
     m.h2d_alpha_ns = f.alpha_ns;
     m.h2d_bw_gbps = f.bandwidth_gbps;
   }
+  measure_fixed_costs(world, setup, m);
   ZFETCH_CUDA_CHECK(cudaStreamDestroy(setup));
   return m;
 }
@@ -462,12 +566,24 @@ ReplayMeasurement run_replay(const ReplaySchedule& schedule, const ReplayConfig&
   Graph g(config.reduce_edges);
   std::vector<Ref> ready(schedule.ops.size());
   std::vector<cudaEvent_t> marks;
+  std::optional<std::vector<Ref>> step_start;  // compute's point where the last step began
+  bool pending_mark = false;
   g.begin();
+  if (config.lead_in_ns > 0) {
+    g.spin(config.lead_in_ns);
+  }
   for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
     const ReplayOp& op = schedule.ops[i];
+    if (step_start.has_value() && op.kind != ReplayOp::Kind::Step) {
+      // The mark of the step that began at the last op, added after this op's node (timing_mark).
+      pending_mark = true;
+    }
     switch (op.kind) {
     case ReplayOp::Kind::Step:
-      marks.push_back(g.timing_mark());
+      if (step_start.has_value()) {
+        marks.push_back(g.timing_mark(*step_start));
+      }
+      step_start = g.point(kCompute);
       out.steps.push_back(op.step);
       break;
     case ReplayOp::Kind::Gather: {
@@ -499,8 +615,16 @@ ReplayMeasurement run_replay(const ReplaySchedule& schedule, const ReplayConfig&
       g.drain();
       break;
     }
+    if (pending_mark) {
+      marks.push_back(g.timing_mark(*step_start));
+      step_start.reset();
+      pending_mark = false;
+    }
   }
-  marks.push_back(g.timing_mark());
+  if (step_start.has_value()) {
+    marks.push_back(g.timing_mark(*step_start));
+  }
+  marks.push_back(g.timing_mark(g.point(kCompute)));
   g.end();
   out.graph_nodes = g.nodes();
   out.graph_edges = g.edges();

@@ -19,12 +19,32 @@ struct ReplayCosts {
   std::vector<double> gather_bytes;
   std::vector<double> gather_ns;  ///< per dependent round trip compute -> gather -> compute
   double gather_alpha_ns = 0;     ///< line fit of the points (reported beside the curve)
+  /// The same round trips for buckets of one odd fp32 param (every rank slice 8 bytes short of
+  /// whole 16-byte vectors), 64 B to 1 GiB in x4 steps: what a gather of odd params costs.
+  std::vector<double> odd_gather_bytes;
+  std::vector<double> odd_gather_ns;
   double gather_bw_gbps = 0;
   std::vector<double> h2d_bytes;  ///< dependent pinned copies compute -> h2d -> compute
   std::vector<double> h2d_ns;
   double h2d_alpha_ns = 0;  ///< fit: alpha + bytes / bandwidth
   double h2d_bw_gbps = 0;
   double spin_gap_ns = 0;  ///< back-to-back compute kernels: period - spin time
+  /// Fixed costs of the smallest operations, each the median per op of a chain of many in one
+  /// graph (docs/gpu.md "Fixed costs"): what latency-bound schedules spend beyond the curves.
+  struct TinyGather {
+    std::uint32_t params = 0;  ///< params in the bucket
+    std::uint32_t elem_bytes = 0;
+    std::uint64_t numel = 0;  ///< each param's elements
+    double bytes = 0;         ///< W * shard bytes, as the timeline costs it
+    double ns = 0;            ///< per dependent round trip
+  };
+  std::vector<TinyGather> tiny_gathers;  ///< buckets of 1 to 64 small params, odd and aligned
+  double gather_after_compute_ns = 0;    ///< a round trip issued after a compute kernel, less it
+  double h2d_tiny_ns = 0;                ///< a dependent pinned copy of h2d_tiny_bytes
+  double h2d_tiny_bytes = 0;             ///< the smallest bucket's shard (64 B)
+  double h2d_gather_ns = 0;              ///< compute -> that h2d copy -> its gather -> compute
+  double marked_gather_ns = 0;           ///< the smallest round trip with a step mark before it
+  double smallest_gather_ns = 0;         ///< the smallest round trip alone (beside the above)
 };
 
 /// Measures ReplayCosts for gathers over `world` simulated ranks' shards on the current GPU.
@@ -35,6 +55,9 @@ struct ReplayConfig {
   int warmup = 2;
   double spin_gap_ns = -1;   ///< < 0: measure
   bool reduce_edges = true;  ///< leave out implied dependencies (replay_deps.h)
+  /// A compute kernel this long before the first step: a graph's launch hands its nodes to the
+  /// GPU as it runs, and without a lead the first step's tiny ops wait for that hand-over.
+  std::uint64_t lead_in_ns = 50'000;
 };
 
 struct ReplayMeasurement {

@@ -175,6 +175,31 @@ int64_t gbps_to_bytes(double gbps) {
   return std::llround(gbps * 1e9);
 }
 
+// The (bytes, time_ns) objects of `points` (the array `name.key`), bytes strictly increasing.
+std::vector<CollectiveCalibration::Point> read_points(Reader& reader, const json& points,
+                                                      std::string_view name, std::string_view key) {
+  std::vector<CollectiveCalibration::Point> curve;
+  for (const json& p : points) {
+    if (!p.is_object()) {
+      reader.error({name, key}, fmt::format("expected objects in '{}.{}'", name, key));
+      return {};
+    }
+    const auto bytes = reader.number(p, {name, key, "bytes"}, true);
+    const auto time = reader.number(p, {name, key, "time_ns"}, true);
+    if (!bytes || !time) {
+      return {};
+    }
+    const CollectiveCalibration::Point point{std::llround(*bytes), std::llround(*time)};
+    if (!curve.empty() && point.bytes <= curve.back().bytes) {
+      reader.error({name, key}, fmt::format("'{}.{}' must be in increasing bytes ({} after {})",
+                                            name, key, point.bytes, curve.back().bytes));
+      return {};
+    }
+    curve.push_back(point);
+  }
+  return curve;
+}
+
 // The measured curve of `section` when it says "interpolate": true (docs/calibration.md): its
 // "points" as (bytes, time_ns), at least two, bytes strictly increasing; else none.
 std::vector<CollectiveCalibration::Point> read_curve(Reader& reader, const json& section,
@@ -200,26 +225,24 @@ std::vector<CollectiveCalibration::Point> read_curve(Reader& reader, const json&
         fmt::format("'{}.interpolate' needs a 'points' array of at least two points", name));
     return curve;
   }
-  for (const json& p : *points) {
-    if (!p.is_object()) {
-      reader.error({name, "points"}, fmt::format("expected objects in '{}.points'", name));
-      return {};
-    }
-    const auto bytes = reader.number(p, {name, "points", "bytes"}, true);
-    const auto time = reader.number(p, {name, "points", "time_ns"}, true);
-    if (!bytes || !time) {
-      return {};
-    }
-    const CollectiveCalibration::Point point{std::llround(*bytes), std::llround(*time)};
-    if (!curve.empty() && point.bytes <= curve.back().bytes) {
-      reader.error({name, "points"},
-                   fmt::format("'{}.points' must be in increasing bytes ({} after {})", name,
-                               point.bytes, curve.back().bytes));
-      return {};
-    }
-    curve.push_back(point);
+  return read_points(reader, *points, name, "points");
+}
+
+// `section.key` (an array of {bytes, time_ns}, bytes strictly increasing) when present and the
+// section has a curve; at least two points.
+std::vector<CollectiveCalibration::Point> read_optional_curve(Reader& reader, const json& section,
+                                                              std::string_view name,
+                                                              std::string_view key) {
+  const auto points = section.find(key);
+  if (points == section.end()) {
+    return {};
   }
-  return curve;
+  if (!points->is_array() || points->size() < 2) {
+    reader.error({name, key},
+                 fmt::format("'{}.{}' needs an array of at least two points", name, key));
+    return {};
+  }
+  return read_points(reader, *points, name, key);
 }
 
 CalibrationResult failure(std::string file, std::string message) {
@@ -286,6 +309,9 @@ CalibrationResult parse_calibration(std::string_view file_name, std::string_view
     const auto bw = reader.number(*ag, {"allgather", "busbw_GBps"}, true, kMaxGbps);
     c.allgather = {std::llround(alpha.value_or(0)), gbps_to_bytes(bw.value_or(0))};
     c.allgather.curve = read_curve(reader, *ag, "allgather");
+    if (!c.allgather.curve.empty()) {
+      c.allgather.odd_curve = read_optional_curve(reader, *ag, "allgather", "odd_points");
+    }
   }
   c.reduce_scatter = c.allgather;
   if (const json* rs = reader.object(root, {"reduce_scatter"}, false)) {
@@ -303,6 +329,29 @@ CalibrationResult parse_calibration(std::string_view file_name, std::string_view
     }
     if (const auto alpha = reader.number(*h2d, {"h2d", "alpha_ns"}, false)) {
       c.h2d_alpha_ns = std::llround(*alpha);
+    }
+    const json* small = reader.object(*h2d, {"h2d", "small_copy"}, false);
+    const auto line = h2d->find("points");
+    if (small != nullptr && line != h2d->end() && line->is_array() && !line->empty()) {
+      const auto bytes = reader.number(*small, {"h2d", "small_copy", "bytes"}, true);
+      const auto time = reader.number(*small, {"h2d", "small_copy", "time_ns"}, true);
+      const std::vector<CollectiveCalibration::Point> first =
+          read_points(reader, json::array({line->front()}), "h2d", "points");
+      if (bytes && time && !first.empty()) {
+        c.h2d_small_copy = {std::llround(*bytes), std::llround(*time)};
+        c.h2d_line_from_bytes = first.front().bytes;
+        if (c.h2d_small_copy.bytes >= c.h2d_line_from_bytes || c.h2d_small_copy.bytes <= 0) {
+          reader.error({"h2d", "small_copy", "bytes"},
+                       fmt::format("'h2d.small_copy.bytes' must be above 0 and below the first "
+                                   "of 'h2d.points' ({}), got {}",
+                                   c.h2d_line_from_bytes, c.h2d_small_copy.bytes));
+        }
+      }
+    }
+  }
+  if (const json* step = reader.object(root, {"step"}, false)) {
+    if (const auto fixed = reader.number(*step, {"step", "fixed_ns"}, true)) {
+      c.step_fixed_ns = std::llround(*fixed);
     }
   }
   c.flops_per_s = kDefaultFlopsPerSecond;

@@ -24,6 +24,10 @@ struct CollectiveCalibration {
     Tick time_ns = 0;
   };
   std::vector<Point> curve{};
+  /// With a curve: the same round trips for buckets of odd params (whose rank slices are not
+  /// whole 16-byte vectors: the replay's gather copies them by slower paths), "odd_points". A
+  /// gather is charged its odd params' share of the difference (docs/timeline.md).
+  std::vector<Point> odd_curve{};
 };
 
 /// Every constant of the cost model, already converted to integers (floats are read from the
@@ -41,7 +45,13 @@ struct Calibration {
   int64_t d2d_bytes_per_s = 0;           ///< device-to-device copy bandwidth (0: not measured)
   int64_t h2d_bytes_per_s = 0;           ///< host-to-device copy bandwidth (offload_param)
   Tick h2d_alpha_ns = 0;                 ///< fixed cost per host-to-device copy (0: not measured)
-  int64_t flops_per_s = 0;               ///< dense compute rate for derived module times
+  /// A measured copy smaller than the line's first point ("h2d.small_copy"; bytes 0: none) and
+  /// that first point's bytes ("h2d.points"): below it a copy costs the interpolation between the
+  /// two, not the line (a tiny copy costs less than the line's alpha).
+  CollectiveCalibration::Point h2d_small_copy{};
+  int64_t h2d_line_from_bytes = 0;
+  Tick step_fixed_ns = 0;   ///< fixed cost at the start of each optimizer step ("step.fixed_ns")
+  int64_t flops_per_s = 0;  ///< dense compute rate for derived module times
 };
 
 /// H200 SXM dense BF16 peak from NVIDIA's H200 datasheet: 989 TFLOPS (1,979 with sparsity).

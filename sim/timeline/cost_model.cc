@@ -1,9 +1,11 @@
 // The analytical cost model: nccl-tests bus bandwidth for collectives, flops for compute.
 #include "sim/timeline/cost_model.h"
 
+#include <algorithm>
 #include <string_view>
 
 #include "model/leaves.h"
+#include "model/partition.h"
 
 namespace zfetch::sim {
 
@@ -76,6 +78,29 @@ int64_t row_bytes_per_token(const model::Scenario& scenario, const model::Module
   return row * model::dtype_bytes(p.dtype);
 }
 
+// round(num / den) for either sign of num, den > 0, halves up: floor((num + den / 2) / den).
+Int128 round_div_signed(Int128 num, Int128 den) {
+  const Int128 n = num + den / 2;
+  return n >= 0 ? n / den : -((-n + den - 1) / den);
+}
+
+Tick clamp_tick(Int128 t) {
+  return t <= 0 ? 0 : t > kTickMax ? kTickMax : static_cast<Tick>(t);
+}
+
+// Linear interpolation of the measured points at `bytes`: between the two measured sizes around
+// it, the first or last segment extended beyond the measured range (at least two points).
+Int128 interpolate(const std::vector<CollectiveCalibration::Point>& curve, int64_t bytes) {
+  size_t i = 1;
+  while (i + 1 < curve.size() && curve[i].bytes < bytes) {
+    ++i;
+  }
+  const CollectiveCalibration::Point& a = curve[i - 1];
+  const CollectiveCalibration::Point& b = curve[i];
+  const Int128 rise = static_cast<Int128>(b.time_ns - a.time_ns) * (bytes - a.bytes);
+  return a.time_ns + round_div_signed(rise, b.bytes - a.bytes);
+}
+
 }  // namespace
 
 Tick transfer_ns(int64_t bytes, int64_t bytes_per_s) {
@@ -90,20 +115,7 @@ Tick collective_ns(const CollectiveCalibration& c, int64_t bytes, int64_t world_
     return 0;
   }
   if (c.curve.size() >= 2) {
-    // The segment holding `bytes` (the first or last one extended beyond the measured range).
-    size_t i = 1;
-    while (i + 1 < c.curve.size() && c.curve[i].bytes < bytes) {
-      ++i;
-    }
-    const CollectiveCalibration::Point& a = c.curve[i - 1];
-    const CollectiveCalibration::Point& b = c.curve[i];
-    const Int128 rise = static_cast<Int128>(b.time_ns - a.time_ns) * (bytes - a.bytes);
-    const Int128 run = b.bytes - a.bytes;
-    // round(rise / run) for either sign, halves up: floor((rise + run / 2) / run).
-    const Int128 num = rise + run / 2;
-    const Int128 step = num >= 0 ? num / run : -((-num + run - 1) / run);
-    const Int128 t = a.time_ns + step;
-    return t <= 0 ? 0 : t > kTickMax ? kTickMax : static_cast<Tick>(t);
+    return clamp_tick(interpolate(c.curve, bytes));
   }
   if (c.busbw_bytes_per_s <= 0) {
     return c.alpha_ns;
@@ -145,8 +157,29 @@ AnalyticalCostModel::AnalyticalCostModel(const model::Scenario& scenario,
   }
 }
 
-Tick AnalyticalCostModel::all_gather(int64_t bytes, int64_t world_size) const {
-  return collective_ns(calibration_.allgather, bytes, world_size);
+Tick gather_ns(const CollectiveCalibration& c, int64_t bytes, int64_t odd_bytes,
+               int64_t world_size) {
+  const Tick aligned = collective_ns(c, bytes, world_size);
+  if (aligned == 0 || c.curve.size() < 2 || c.odd_curve.size() < 2 || odd_bytes <= 0) {
+    return aligned;
+  }
+  const Int128 odd = std::min(odd_bytes, bytes);
+  const Int128 extra = round_div_signed((interpolate(c.odd_curve, bytes) - aligned) * odd, bytes);
+  return clamp_tick(aligned + extra);
+}
+
+bool odd_param(int64_t numel, int64_t element_bytes, int64_t world_size) {
+  if (element_bytes <= 0 || element_bytes >= 16 || 16 % element_bytes != 0) {
+    return false;
+  }
+  // Rank r's slice starts at r * ceil(numel / W) elements; the last one ends at numel.
+  const int64_t vector = 16 / element_bytes;  // elements of one 16-byte vector
+  const int64_t slice = model::partition_numel<int64_t>(numel, std::max<int64_t>(1, world_size));
+  return numel % vector != 0 || slice % vector != 0;
+}
+
+Tick AnalyticalCostModel::all_gather(int64_t bytes, int64_t odd_bytes, int64_t world_size) const {
+  return gather_ns(calibration_.allgather, bytes, odd_bytes, world_size);
 }
 
 Tick AnalyticalCostModel::reduce_scatter(int64_t bytes, int64_t world_size) const {
@@ -160,8 +193,23 @@ Tick h2d_copy_ns(Tick alpha_ns, int64_t bytes, int64_t bytes_per_s) {
   return saturating_add(alpha_ns, transfer_ns(bytes, bytes_per_s));
 }
 
+Tick h2d_copy_ns(const Calibration& calibration, int64_t bytes) {
+  const Tick line = h2d_copy_ns(calibration.h2d_alpha_ns, bytes, calibration.h2d_bytes_per_s);
+  const CollectiveCalibration::Point& small = calibration.h2d_small_copy;
+  const int64_t knee = calibration.h2d_line_from_bytes;
+  if (line == 0 || small.bytes <= 0 || bytes >= knee) {
+    return line;
+  }
+  if (bytes <= small.bytes) {
+    return small.time_ns;
+  }
+  const CollectiveCalibration::Point at_knee{
+      knee, h2d_copy_ns(calibration.h2d_alpha_ns, knee, calibration.h2d_bytes_per_s)};
+  return clamp_tick(interpolate({small, at_knee}, bytes));
+}
+
 Tick AnalyticalCostModel::h2d_copy(int64_t bytes) const {
-  return h2d_copy_ns(calibration_.h2d_alpha_ns, bytes, calibration_.h2d_bytes_per_s);
+  return h2d_copy_ns(calibration_, bytes);
 }
 
 Tick AnalyticalCostModel::compute(model::ModuleIndex module, trace::Phase phase) const {

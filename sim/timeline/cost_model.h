@@ -15,15 +15,24 @@ namespace zfetch::sim {
 class CostModel {
  public:
   virtual ~CostModel() = default;
-  /// All-gather producing `bytes` (the gathered, padded size: world_size * shard bytes).
-  [[nodiscard]] virtual Tick all_gather(int64_t bytes, int64_t world_size) const = 0;
+  /// All-gather producing `bytes` (the gathered, padded size: world_size * shard bytes), of which
+  /// `odd_bytes` belong to odd params (odd_param()).
+  [[nodiscard]] virtual Tick all_gather(int64_t bytes, int64_t odd_bytes,
+                                        int64_t world_size) const = 0;
   /// Reduce-scatter of `bytes` of gradients (the full, padded size) over `world_size` ranks.
   [[nodiscard]] virtual Tick reduce_scatter(int64_t bytes, int64_t world_size) const = 0;
   /// Host-to-device copy of `bytes` (offloaded partitions before a gather): alpha + bytes / bw.
   [[nodiscard]] virtual Tick h2d_copy(int64_t bytes) const = 0;
   /// Compute of one call of `module` in `phase` (Fwd, Eval, Recompute or Bwd).
   [[nodiscard]] virtual Tick compute(model::ModuleIndex module, trace::Phase phase) const = 0;
+  /// Fixed cost at the start of each optimizer step, on the compute stream.
+  [[nodiscard]] virtual Tick step_fixed() const = 0;
 };
+
+/// Whether a param of `numel` elements of `element_bytes` is odd over `world_size` ranks: its
+/// rank slices (numel / W elements each) are not whole 16-byte vectors, which the replay's gather
+/// copies by slower paths (allgather.odd_points).
+bool odd_param(int64_t numel, int64_t element_bytes, int64_t world_size);
 
 /// Time to move `bytes` at `bytes_per_s`, rounded to the nearest ns (halves up); 0 when the
 /// bandwidth is 0 or less (not modelled). Exact integer arithmetic (128-bit intermediate).
@@ -32,6 +41,11 @@ Tick transfer_ns(int64_t bytes, int64_t bytes_per_s);
 /// Cost of one host-to-device copy of `bytes`: alpha_ns + bytes / bandwidth (transfer_ns), the
 /// fixed cost of a dependent pinned cudaMemcpyAsync plus its transfer; 0 for no bytes (no copy).
 Tick h2d_copy_ns(Tick alpha_ns, int64_t bytes, int64_t bytes_per_s);
+
+/// The host-to-device copy of `bytes` with `calibration`'s constants: h2d_copy_ns, except below
+/// the line's first measured size when the file has a small copy, where the cost is interpolated
+/// between the small copy (flat below it) and the line at that size.
+Tick h2d_copy_ns(const Calibration& calibration, int64_t bytes);
 
 /// Cost of a ring-style collective in the nccl-tests bus-bandwidth model:
 ///   t = alpha + ((N-1)/N) * B / busbw
@@ -44,6 +58,12 @@ Tick h2d_copy_ns(Tick alpha_ns, int64_t bytes, int64_t bytes_per_s);
 /// linearly between the two measured sizes around `bytes` (the first or last segment extended
 /// beyond them, never below 0), whatever N > 1 is: the curve was timed at the file's world size.
 Tick collective_ns(const CollectiveCalibration& c, int64_t bytes, int64_t world_size);
+
+/// An all-gather of `bytes` of which `odd_bytes` are odd params': collective_ns, plus, when the
+/// calibration has an odd curve, the odd share of the two curves' difference:
+///   t = curve(B) + (odd_curve(B) - curve(B)) * odd_bytes / B   (rounded once, never below 0).
+Tick gather_ns(const CollectiveCalibration& c, int64_t bytes, int64_t odd_bytes,
+               int64_t world_size);
 
 /// The analytical model: collective times from a Calibration, compute times from the
 /// scenario (ModuleSpec::compute_us, or derived from parameter counts and tokens).
@@ -62,10 +82,12 @@ class AnalyticalCostModel final : public CostModel {
   /// Precomputes every module's compute time, so compute() is a table lookup.
   AnalyticalCostModel(const model::Scenario& scenario, const Calibration& calibration);
 
-  [[nodiscard]] Tick all_gather(int64_t bytes, int64_t world_size) const override;
+  [[nodiscard]] Tick all_gather(int64_t bytes, int64_t odd_bytes,
+                                int64_t world_size) const override;
   [[nodiscard]] Tick reduce_scatter(int64_t bytes, int64_t world_size) const override;
   [[nodiscard]] Tick h2d_copy(int64_t bytes) const override;
   [[nodiscard]] Tick compute(model::ModuleIndex module, trace::Phase phase) const override;
+  [[nodiscard]] Tick step_fixed() const override { return calibration_.step_fixed_ns; }
 
   [[nodiscard]] const Calibration& calibration() const { return calibration_; }
 

@@ -66,6 +66,7 @@ struct Timeline::RankState {
     int64_t id = -1;
     Tick issue = 0;
     int64_t shard_bytes = 0;
+    int64_t odd_shard_bytes = 0;  ///< of odd params (odd_param), costed by the odd curve
     int64_t full_bytes = 0;
     model::ModuleIndex module = model::kNone;
     trace::Phase phase = trace::Phase::None;
@@ -100,6 +101,7 @@ Timeline::Timeline(const model::Scenario& scenario, const CostModel& cost, trace
       offload_(scenario.config.zero.offload_param.device != model::OffloadDevice::None),
       full_bytes_(scenario.params.size()),
       shard_bytes_(scenario.params.size()),
+      odd_(scenario.params.size(), 0),
       rs_bytes_(scenario.modules.size(), 0) {
   if (options_.record) {
     recorders_.push_back(&recording_);
@@ -112,6 +114,7 @@ Timeline::Timeline(const model::Scenario& scenario, const CostModel& cost, trace
     const int64_t elem = model::dtype_bytes(spec.dtype);
     full_bytes_[p] = spec.numel * elem;
     shard_bytes_[p] = model::partition_numel<int64_t>(spec.numel, world_size_) * elem;
+    odd_[p] = odd_param(spec.numel, elem, world_size_) ? 1 : 0;
   }
   // Gradients reduced after a module's backward: its trainable own params (the whole subtree
   // for a z3 leaf), each Parameter object once (a tied entry shares its target's gradient).
@@ -252,6 +255,12 @@ void Timeline::begin_step(RankState& rs, int32_t step) {
   rs.step.start_ns = rs.free[index_of(Stream::Compute)];
   rs.step.peak_live_bytes = rs.live;
   rs.in_step = true;
+  // The step's fixed cost (calibration step.fixed_ns) keeps compute busy; counted as compute,
+  // so that step_ns == compute_ns + exposed_comm_ns still holds.
+  if (const Tick fixed = cost_.step_fixed(); fixed > 0) {
+    occupy(rs, Stream::Compute, rs.free[index_of(Stream::Compute)], fixed);
+    accumulate(rs.step.compute_ns, fixed);
+  }
 }
 
 void Timeline::end_step(RankState& rs) {
@@ -286,6 +295,7 @@ void Timeline::open_group(RankState& rs, const trace::Event& event, Slice::Kind 
   g.id = event.group;
   g.issue = rs.free[index_of(Stream::Compute)];
   g.shard_bytes = 0;
+  g.odd_shard_bytes = 0;
   g.full_bytes = 0;
   g.module = event.module_index != trace::Event::kNoIndex ? event.module_index : rs.current_module;
   g.phase = event.phase;
@@ -324,7 +334,11 @@ void Timeline::flush_group(RankState& rs) {
     overflowed_ = true;
     gathered_bytes = std::numeric_limits<int64_t>::max();
   }
-  const Tick comm_dur = cost_.all_gather(gathered_bytes, world_size_);
+  int64_t odd_gathered_bytes = 0;
+  if (__builtin_mul_overflow(g.odd_shard_bytes, world_size_, &odd_gathered_bytes)) {
+    odd_gathered_bytes = gathered_bytes;
+  }
+  const Tick comm_dur = cost_.all_gather(gathered_bytes, odd_gathered_bytes, world_size_);
   if (comm_dur > 0) {
     const Tick start = occupy(rs, Stream::Comm, ready, comm_dur);
     ready = rs.free[index_of(Stream::Comm)];
@@ -431,6 +445,9 @@ Tick Timeline::add_to_group(RankState& rs, const trace::Event& event, bool joins
   if (known_param) {
     full = full_bytes_[p];
     shard = shard_bytes_[p];
+    if (odd_[p] != 0) {
+      accumulate(g.odd_shard_bytes, shard);
+    }
     if (g.params.size() < g.params.capacity()) {
       g.params.push_back(p);
     }

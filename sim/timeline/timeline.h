@@ -285,6 +285,7 @@ class Timeline final : public trace::EventSink {
   bool offload_;
   std::vector<int64_t> full_bytes_;   ///< per param: numel * dtype bytes
   std::vector<int64_t> shard_bytes_;  ///< per param: ceil(numel / W) * dtype bytes
+  std::vector<uint8_t> odd_;          ///< per param: odd_param (rank slices not whole vectors)
   std::vector<int64_t> rs_bytes_;     ///< per module: padded bytes of its trainable gradients
   std::vector<std::unique_ptr<RankState>> ranks_;
   TimelineSummary summary_;

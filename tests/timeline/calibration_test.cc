@@ -83,6 +83,39 @@ TEST_SUITE("timeline") {
           "'allgather.points' must be in increasing bytes (4096 after 8192)");
   }
 
+  TEST_CASE("calibration: the fixed costs of a replay calibration") {
+    const CalibrationResult r = parse_calibration("cal.json", R"({"format": "zfetch-calibration",
+"version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100, "interpolate": true,
+"points": [{"bytes": 256, "time_ns": 1359.4}, {"bytes": 512, "time_ns": 1363}],
+"odd_points": [{"bytes": 80, "time_ns": 1502}, {"bytes": 272, "time_ns": 1507.5}]},
+"h2d": {"bandwidth_GBps": 50, "alpha_ns": 2700, "small_copy": {"bytes": 64, "time_ns": 2410.2},
+"points": [{"bytes": 4096, "time_ns": 2660}]}, "step": {"fixed_ns": 252.8}})");
+    REQUIRE(r.diagnostics.empty());
+    const Calibration& c = *r.calibration;
+    REQUIRE(c.allgather.odd_curve.size() == 2);
+    CHECK(c.allgather.odd_curve[1].time_ns == 1'508);
+    CHECK(c.h2d_small_copy.bytes == 64);
+    CHECK(c.h2d_small_copy.time_ns == 2'410);
+    CHECK(c.h2d_line_from_bytes == 4'096);
+    CHECK(c.step_fixed_ns == 253);
+    // Files without them (every calibration before) read as before: no fixed costs.
+    const CalibrationResult old = parse_calibration("cal.json", R"({"format": "zfetch-calibration",
+"version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100}, "h2d": {"bandwidth_GBps": 50}})");
+    REQUIRE(old.diagnostics.empty());
+    CHECK(old.calibration->allgather.odd_curve.empty());
+    CHECK(old.calibration->h2d_small_copy.bytes == 0);
+    CHECK(old.calibration->step_fixed_ns == 0);
+    // A small copy must be smaller than the line's first point.
+    const CalibrationResult big = parse_calibration("cal.json", R"({"format": "zfetch-calibration",
+"version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100},
+"h2d": {"bandwidth_GBps": 50, "small_copy": {"bytes": 4096, "time_ns": 1},
+"points": [{"bytes": 4096, "time_ns": 2660}]}})");
+    REQUIRE(big.diagnostics.size() == 1);
+    CHECK(big.diagnostics[0].message ==
+          "'h2d.small_copy.bytes' must be above 0 and below the first of 'h2d.points' (4096), got "
+          "4096");
+  }
+
   TEST_CASE("calibration: h2d.alpha_ns must be a number >= 0") {
     const CalibrationResult r = parse_calibration("cal.json", R"({"format": "zfetch-calibration",
 "version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100},

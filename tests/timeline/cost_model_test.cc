@@ -67,7 +67,7 @@ TEST_SUITE("timeline") {
     AnalyticalCostModel cost(b.s, testing::round_calibration());
     CHECK(cost.h2d_copy(1'024) == 2'048);  // 0.5 B/ns
     CHECK(cost.reduce_scatter(4'096, 4) == 4'072);
-    CHECK(cost.all_gather(4'096, 1) == 0);
+    CHECK(cost.all_gather(4'096, 0, 1) == 0);
   }
 
   TEST_CASE("cost_model: an h2d copy costs alpha plus bytes over the bandwidth") {
@@ -93,6 +93,40 @@ TEST_SUITE("timeline") {
     c.curve = {{1'000, 5'000}, {2'000, 1'000}};
     CHECK(collective_ns(c, 10'000, 8) == 0);  // never below 0
     CHECK(collective_ns(c, 4'096, 1) == 0);   // one rank: no collective
+  }
+
+  TEST_CASE("cost_model: odd params are charged their share of the odd curve") {
+    CollectiveCalibration c{1'000, 1'000'000'000};
+    c.curve = {{0, 1'000}, {10'000, 2'000}};
+    c.odd_curve = {{0, 3'000}, {10'000, 4'000}};
+    CHECK(gather_ns(c, 4'096, 0, 4) == 1'410);         // aligned: the curve (1'409.6)
+    CHECK(gather_ns(c, 4'096, 4'096, 4) == 3'410);     // all odd: the odd curve
+    CHECK(gather_ns(c, 8'192, 4'096, 4) == 2'819);     // half odd: 1'819 + 2'000 / 2
+    CHECK(gather_ns(c, 4'096, 4'096, 1) == 0);         // one rank: no collective
+    CollectiveCalibration line{1'000, 1'000'000'000};  // no curve: the odd bytes do not matter
+    line.odd_curve = c.odd_curve;
+    CHECK(gather_ns(line, 4'096, 4'096, 4) == collective_ns(line, 4'096, 4));
+    // A rank slice of whole 16-byte vectors: ceil(numel / W) and numel both multiples of 16 / elem.
+    CHECK_FALSE(odd_param(1'024, 4, 4));  // 256 fp32 a rank
+    CHECK(odd_param(1'023, 4, 4));        // the last slice is 255 elements
+    CHECK(odd_param(100, 4, 2));          // 50 fp32 (200 B) a rank
+    CHECK(odd_param(15, 4, 2));           // 8 and 7 elements
+    CHECK_FALSE(odd_param(64, 2, 9));     // 8 bf16 on each of 8 ranks, the ninth gets none
+    CHECK_FALSE(odd_param(7, 16, 2));     // no 16-byte vector path to miss
+  }
+
+  TEST_CASE("cost_model: a small h2d copy is interpolated from the measured small copy") {
+    Calibration c = testing::round_calibration();  // 0.5 B/ns
+    c.h2d_alpha_ns = 2'500;
+    c.h2d_small_copy = {64, 1'000};
+    c.h2d_line_from_bytes = 4'096;
+    CHECK(h2d_copy_ns(c, 4'096) == 2'500 + 8'192);  // from the line's first size on: the line
+    CHECK(h2d_copy_ns(c, 64) == 1'000);             // the small copy itself
+    CHECK(h2d_copy_ns(c, 1) == 1'000);              // flat below it
+    CHECK(h2d_copy_ns(c, 2'080) == 1'000 + 4'846);  // halfway to the line's 10'692
+    CHECK(h2d_copy_ns(c, 0) == 0);                  // nothing to copy
+    c.h2d_small_copy = {};
+    CHECK(h2d_copy_ns(c, 64) == 2'500 + 128);  // without one: the line
   }
 
   TEST_CASE("cost_model: an embedding is a lookup, a norm elementwise, by their class") {

@@ -110,6 +110,45 @@ TEST_SUITE("timeline") {
     CHECK(tl.summary().steps.at(0).step_ns == 16'120);
   }
 
+  TEST_CASE("timeline: a step's fixed cost runs on compute before its first event") {
+    ScenarioBuilder b(4);
+    const auto m = b.module("a", 10);
+    const auto p = b.param(m, "w", 1'024);
+    Calibration c = testing::round_calibration();
+    c.step_fixed_ns = 500;
+    AnalyticalCostModel cost(b.s, c);
+    VectorSink out;
+    Timeline tl(b.s, cost, out);
+    feed(tl, {Ev(EventKind::Fetch).module(m), Ev(EventKind::Gather).module(m).param(p).group(1),
+              Ev(EventKind::Wait).module(m).param(p).group(1), Ev(EventKind::Compute).module(m)});
+    tl.finish();
+    CHECK(out.events[1].t_ns == 500);  // the gather is issued after the fixed cost
+    const StepSummary& s = tl.summary().steps.at(0);
+    CHECK(s.step_ns == 500 + 14'072);
+    CHECK(s.compute_ns == 500 + 10'000);  // counted as compute: step = compute + exposed
+    CHECK(s.exposed_comm_ns == kGather4k);
+  }
+
+  TEST_CASE("timeline: a gather of odd params is costed by the odd curve") {
+    ScenarioBuilder b(4);
+    const auto m = b.module("a", 10);
+    const auto aligned = b.param(m, "w", 1'024);  // 256 fp32 a rank: whole 16-byte vectors
+    const auto odd = b.param(m, "v", 1'023);      // the last rank's slice is 255 elements
+    Calibration c = testing::round_calibration();
+    c.allgather.curve = {{0, 1'000}, {10'000, 2'000}};
+    c.allgather.odd_curve = {{0, 3'000}, {10'000, 4'000}};
+    AnalyticalCostModel cost(b.s, c);
+    VectorSink out;
+    Timeline tl(b.s, cost, out);
+    feed(tl,
+         {Ev(EventKind::Fetch).module(m), Ev(EventKind::Gather).module(m).param(aligned).group(1),
+          Ev(EventKind::Gather).module(m).param(odd).group(1),
+          Ev(EventKind::Wait).module(m).param(odd).group(1)});
+    tl.finish();
+    // 8'192 gathered bytes, half of them odd: 1'819 + (3'819 - 1'819) / 2.
+    CHECK(out.events[3].t_ns == 2'819);
+  }
+
   TEST_CASE("timeline: an h2d alpha is paid once per offloaded gather") {
     ScenarioBuilder b(4);
     b.s.config.zero.offload_param.device = model::OffloadDevice::Cpu;

@@ -28,6 +28,7 @@ struct ReplayCmdOptions {
   std::string out;          // results JSON
   int repeats = 15;
   double spin_gap_ns = -1;
+  double lead_in_us = 50;
   bool dry_run = false;
   bool all_edges = false;
 };
@@ -101,6 +102,7 @@ int run(const ReplayCmdOptions& o) {
   ReplayConfig config;
   config.repeats = o.repeats;
   config.spin_gap_ns = o.spin_gap_ns;
+  config.lead_in_ns = static_cast<std::uint64_t>(std::max(0.0, o.lead_in_us) * 1e3);
   config.reduce_edges = !o.all_edges;
   const ReplayMeasurement m = run_replay(s, config);
   std::printf("# device %s; compute kernel gap %.0f ns\n", m.device.c_str(), m.spin_gap_ns);
@@ -153,6 +155,7 @@ int run(const ReplayCmdOptions& o) {
     j["device"] = m.device;
     j["calibration"] = s.calibration.machine;
     j["spin_gap_ns"] = m.spin_gap_ns;
+    j["lead_in_ns"] = config.lead_in_ns;
     j["gather_ops"] = m.gather_ops;
     j["compute_kernels"] = m.compute_kernels;
     j["compute_skipped"] = m.compute_skipped;
@@ -181,6 +184,9 @@ void setup_replay(CLI::App& app, std::function<int()>& action) {
   sub->add_option("--repeats", o->repeats, "timed runs of the whole schedule")
       ->check(CLI::Range(1, 1000));
   sub->add_option("--spin-gap-ns", o->spin_gap_ns, "gap a compute kernel adds (default: measured)");
+  sub->add_option("--lead-in-us", o->lead_in_us,
+                  "a compute kernel this long before the first step, so the graph's launch is "
+                  "ahead of its tiny ops (default 50; 0: none)");
   sub->add_flag("--all-edges", o->all_edges,
                 "keep every stream-order and wait dependency in the graph (default: leave out the "
                 "ones other dependencies imply)");

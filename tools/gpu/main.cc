@@ -238,6 +238,14 @@ int run_bench_replay(const BenchOptions& o) {
   j["world_size"] = o.replay_world;
   j["allgather"] = section(gather, bus);
   j["allgather"]["interpolate"] = true;
+  nlohmann::json odd = nlohmann::json::array();
+  for (std::size_t i = 0; i < c.odd_gather_bytes.size(); ++i) {
+    odd.push_back({{"bytes", static_cast<std::uint64_t>(c.odd_gather_bytes[i])},
+                   {"time_ns", c.odd_gather_ns[i]}});
+  }
+  j["allgather"]["odd_points"] = odd;
+  // A step's fixed cost in a replay: its timing mark, what a round trip with one costs more.
+  j["step"] = {{"fixed_ns", std::max(0.0, c.marked_gather_ns - c.smallest_gather_ns)}};
   j["reduce_scatter"] = {{"alpha_ns", 0}, {"busbw_GBps", 0}};
   nlohmann::json h2d_points = nlohmann::json::array();
   for (std::size_t i = 0; i < c.h2d_bytes.size(); ++i) {
@@ -245,17 +253,40 @@ int run_bench_replay(const BenchOptions& o) {
                           {"time_ns", c.h2d_ns[i]},
                           {"GBps", c.h2d_bytes[i] / c.h2d_ns[i]}});
   }
+  // The smallest copy, below the line's points: a tiny copy costs less than the line's alpha.
   j["h2d"] = {
-      {"bandwidth_GBps", c.h2d_bw_gbps}, {"alpha_ns", c.h2d_alpha_ns}, {"points", h2d_points}};
-  j["replay"] = {{"spin_gap_ns", c.spin_gap_ns}};
+      {"bandwidth_GBps", c.h2d_bw_gbps},
+      {"alpha_ns", c.h2d_alpha_ns},
+      {"points", h2d_points},
+      {"small_copy",
+       {{"bytes", static_cast<std::uint64_t>(c.h2d_tiny_bytes)}, {"time_ns", c.h2d_tiny_ns}}}};
+  nlohmann::json tiny = nlohmann::json::array();
+  for (const ReplayCosts::TinyGather& t : c.tiny_gathers) {
+    tiny.push_back({{"params", t.params},
+                    {"elem_bytes", t.elem_bytes},
+                    {"numel", t.numel},
+                    {"bytes", static_cast<std::uint64_t>(t.bytes)},
+                    {"time_ns", t.ns}});
+  }
+  j["replay"] = {{"spin_gap_ns", c.spin_gap_ns},
+                 {"smallest_gather_ns", c.smallest_gather_ns},
+                 {"gather_after_compute_ns", c.gather_after_compute_ns},
+                 {"h2d_tiny_ns", c.h2d_tiny_ns},
+                 {"h2d_gather_ns", c.h2d_gather_ns},
+                 {"marked_gather_ns", c.marked_gather_ns},
+                 {"tiny_gathers", tiny}};
   j["notes"] =
       "allgather: the fused gather kernel over world_size simulated ranks' shards on one GPU (a "
       "persistent grid of half the GPU, as the replay runs it), each a dependent round trip "
       "compute -> comm -> compute in a CUDA graph, buckets of 4 bf16 params (sizes a multiple of "
       "8 * W elements) cycled over 4x L2; bytes = W * shard "
       "bytes (what the timeline costs); interpolate: the simulator costs a gather by these points. "
-      "reduce_scatter: not replayed (0). h2d: dependent pinned copies (compute -> h2d -> compute) "
-      "of 4 KiB to 64 MiB, alpha + bytes / bandwidth.";
+      "allgather.odd_points: the same for buckets of one fp32 param whose rank slices are not "
+      "whole 16-byte vectors (the simulator charges a gather's odd params' share of the "
+      "difference). reduce_scatter: not replayed (0). h2d: dependent pinned copies (compute -> "
+      "h2d -> compute) of 4 KiB to 64 MiB, alpha + bytes / bandwidth. step.fixed_ns: what a "
+      "step's timing mark adds to a round trip. replay: the fixed costs of the smallest ops, "
+      "each the median per op of a chain of 1000.";
   if (!o.out.empty() && !write_json(o.out, j)) {
     return kExitUsage;
   }
@@ -266,6 +297,19 @@ int run_bench_replay(const BenchOptions& o) {
       c.spin_gap_ns);
   for (std::size_t i = 0; i < c.gather_bytes.size(); ++i) {
     std::printf("  gather %12.0f B %10.2f us\n", c.gather_bytes[i], c.gather_ns[i] / 1e3);
+  }
+  for (std::size_t i = 0; i < c.odd_gather_bytes.size(); ++i) {
+    std::printf("  odd-param gather %12.0f B %10.2f us\n", c.odd_gather_bytes[i],
+                c.odd_gather_ns[i] / 1e3);
+  }
+  std::printf(
+      "# fixed costs: smallest gather %.0f ns, after a compute kernel %.0f ns, with a step mark "
+      "%.0f ns; its shard's h2d copy %.0f ns, h2d + gather %.0f ns\n",
+      c.smallest_gather_ns, c.gather_after_compute_ns, c.marked_gather_ns, c.h2d_tiny_ns,
+      c.h2d_gather_ns);
+  for (const ReplayCosts::TinyGather& t : c.tiny_gathers) {
+    std::printf("  tiny gather %2u params x %3llu x %u B (%6.0f B) %8.0f ns\n", t.params,
+                static_cast<unsigned long long>(t.numel), t.elem_bytes, t.bytes, t.ns);
   }
   return kExitOk;
 }
