@@ -30,6 +30,24 @@ void feed(Timeline& timeline, std::initializer_list<Ev> events) {
 // all-gather = alpha + (3/4) * 4'096 B / (1 B/ns) = 1'000 + 3'072 = 4'072 ns.
 constexpr Tick kGather4k = 4'072;
 
+// Module "a" (10 us) with param "w" (1'024 elements) fetched, gathered, waited on and computed
+// once under `calibration`: the stamped events and the step.
+struct OneFetch {
+  std::vector<trace::Event> events;
+  StepSummary step;
+};
+OneFetch one_fetch(ScenarioBuilder& b, const Calibration& calibration) {
+  const auto m = b.module("a", 10);
+  const auto p = b.param(m, "w", 1'024);
+  AnalyticalCostModel cost(b.s, calibration);
+  VectorSink out;
+  Timeline tl(b.s, cost, out);
+  feed(tl, {Ev(EventKind::Fetch).module(m), Ev(EventKind::Gather).module(m).param(p).group(1),
+            Ev(EventKind::Wait).module(m).param(p).group(1), Ev(EventKind::Compute).module(m)});
+  tl.finish();
+  return {out.events, tl.summary().steps.at(0)};
+}
+
 TEST_SUITE("timeline") {
   TEST_CASE("timeline: one fetch gathers, waits, then computes (no overlap)") {
     ScenarioBuilder b(4);
@@ -112,18 +130,11 @@ TEST_SUITE("timeline") {
 
   TEST_CASE("timeline: a step's fixed cost runs on compute before its first event") {
     ScenarioBuilder b(4);
-    const auto m = b.module("a", 10);
-    const auto p = b.param(m, "w", 1'024);
     Calibration c = testing::round_calibration();
     c.step_fixed_ns = 500;
-    AnalyticalCostModel cost(b.s, c);
-    VectorSink out;
-    Timeline tl(b.s, cost, out);
-    feed(tl, {Ev(EventKind::Fetch).module(m), Ev(EventKind::Gather).module(m).param(p).group(1),
-              Ev(EventKind::Wait).module(m).param(p).group(1), Ev(EventKind::Compute).module(m)});
-    tl.finish();
-    CHECK(out.events[1].t_ns == 500);  // the gather is issued after the fixed cost
-    const StepSummary& s = tl.summary().steps.at(0);
+    const OneFetch run = one_fetch(b, c);
+    CHECK(run.events[1].t_ns == 500);  // the gather is issued after the fixed cost
+    const StepSummary& s = run.step;
     CHECK(s.step_ns == 500 + 14'072);
     CHECK(s.compute_ns == 500 + 10'000);  // counted as compute: step = compute + exposed
     CHECK(s.exposed_comm_ns == kGather4k);
@@ -152,20 +163,13 @@ TEST_SUITE("timeline") {
   TEST_CASE("timeline: an h2d alpha is paid once per offloaded gather") {
     ScenarioBuilder b(4);
     b.s.config.zero.offload_param.device = model::OffloadDevice::Cpu;
-    const auto m = b.module("a", 10);
-    const auto p = b.param(m, "w", 1'024);
     Calibration c = testing::round_calibration();
     c.h2d_alpha_ns = 2'500;
-    AnalyticalCostModel cost(b.s, c);
-    VectorSink out;
-    Timeline tl(b.s, cost, out);
-    feed(tl, {Ev(EventKind::Fetch).module(m), Ev(EventKind::Gather).module(m).param(p).group(1),
-              Ev(EventKind::Wait).module(m).param(p).group(1), Ev(EventKind::Compute).module(m)});
-    tl.finish();
+    const OneFetch run = one_fetch(b, c);
     // h2d: 2'500 + 1'024 B at 0.5 B/ns = 4'548 ns, [0, 4'548); comm [4'548, 8'620).
-    CHECK(out.events[2].t_ns == 4'548 + kGather4k);
-    CHECK(tl.summary().steps.at(0).exposed_comm_ns == 8'620);
-    CHECK(tl.summary().steps.at(0).step_ns == 18'620);
+    CHECK(run.events[2].t_ns == 4'548 + kGather4k);
+    CHECK(run.step.exposed_comm_ns == 8'620);
+    CHECK(run.step.step_ns == 18'620);
   }
 
   TEST_CASE("timeline: world size 1 gathers cost nothing") {
