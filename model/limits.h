@@ -26,4 +26,9 @@ inline constexpr int64_t kMaxTokensPerMicroBatch = int64_t{1} << 31;
 /// A module's forward time, `compute_us`: 10^12 µs (11.6 days), so 10^15 ns per forward.
 inline constexpr int64_t kMaxComputeUs = 1'000'000'000'000;
 
+/// Keys and values in a ds_config file: 10^5. DeepSpeed's whole schema has a few hundred keys;
+/// the file is walked as a YAML tree afterwards (about 450 bytes and 30 µs a node), so this
+/// bounds a hostile file to about 50 MB and a few seconds.
+inline constexpr uint64_t kMaxDsConfigNodes = 100'000;
+
 }  // namespace zfetch::model

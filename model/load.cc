@@ -79,7 +79,7 @@ void read_config_file(YamlReader& reader, const Field& field, std::string_view b
   const SourceText source(path, *input.text);
   YamlReader config_reader(source, out);
   detail::HjsonDocument document =
-      detail::read_hjson(*input.text, detail::kMaxYamlDepth, detail::kMaxYamlNodes);
+      detail::read_hjson(*input.text, detail::kMaxYamlDepth, kMaxDsConfigNodes);
   if (document.error) {
     const detail::HjsonError& error = *document.error;
     std::vector<Note> notes;

@@ -92,3 +92,9 @@ string(REPEAT "]" 300 close)
 config_case(deep "{\"x\": ${open}${close}}\n")
 expect_run(CODE 2 STDERR "deep.json:1:262: error: invalid ds_config: nesting deeper than 256 levels"
            COMMAND ${ZFETCH} validate ${dir}/deep.yaml)
+# At most 10^5 keys and values: the 100001st is an error at its place (the file is read in well
+# under a second either way).
+string(REPEAT "0," 100000 zeros)
+config_case(many "{\"zero_optimization\": {\"stage\": 3}, \"wandb\": [${zeros}]}\n")
+expect_run(CODE 2 STDERR "many.json:1:200033: error: invalid ds_config: more than 100000 keys and values"
+           COMMAND ${ZFETCH} validate ${dir}/many.yaml)
