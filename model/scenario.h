@@ -109,7 +109,11 @@ struct ModuleSpec {
   std::vector<ParamIndex> params;     ///< own params, registration order
   bool has_forward = false;           ///< false: default forward (own params, then children)
   std::vector<Op> forward;
-  bool leaf = false;        ///< z3 leaf module (set_z3_leaf_modules / leaf_module)
+  bool leaf = false;  ///< z3 leaf module (set_z3_leaf_modules / leaf_module)
+  /// Params registered up front with deepspeed.zero.register_external_parameter(module, p),
+  /// as the model's __init__ does it (semantics 5.4): no file key sets it; the re-simulation of
+  /// a remedy does.
+  std::vector<ParamIndex> external_params;
   int64_t outputs = 1;      ///< differentiable output tensors (pre-backward fires per output)
   int64_t compute_us = -1;  ///< modelled compute time per call, -1: derive (timeline)
   SourceLoc loc;

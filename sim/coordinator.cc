@@ -19,7 +19,7 @@ constexpr int64_t kNeverFetched = -10'000'000'000;
 }  // namespace
 
 Coordinator::Coordinator(const model::Scenario& scenario, ParamState& params, ModuleState& modules,
-                         Emitter& emitter, CollectiveLog& collectives, const History& history,
+                         Emitter& emitter, CollectiveLog& collectives, History& history,
                          Discovery discovery, int64_t& gather_groups)
     : scenario_(scenario),
       config_(scenario.config.zero),
@@ -245,7 +245,8 @@ void Coordinator::wait(ParamIndex p, bool emit_event) {
   }
 }
 
-void Coordinator::partition(ParamIndex p, EventKind kind) {
+void Coordinator::partition(ParamIndex p, EventKind kind, PartitionCause cause) {
+  history_.last_partitioned[p] = {cause, emitter_.context};
   // The next gather rebuilds the param in its stored shape (1.4): storage layout again (6).
   params_.compute_layout[p] = 0;
   params_.swapped_in[p] = 0;    // with NVMe offload the partition goes back to NVMe
@@ -257,7 +258,9 @@ void Coordinator::partition(ParamIndex p, EventKind kind) {
 
 void Coordinator::release_param(ParamIndex p) {
   if (params_.status[p] == Status::Available && params_.consumers[p].empty()) {
-    partition(p, EventKind::Release);
+    partition(
+        p, EventKind::Release,
+        mode_ == TraceMode::Complete ? PartitionCause::Release : PartitionCause::RecordingRelease);
     n_available_ -= params_.numel[p];
   }
 }
@@ -404,7 +407,14 @@ void Coordinator::raise_mismatch(ModuleIndex m, std::span<const ParamIndex> need
   std::string explanation =
       explain_mismatch(scenario_, params_, modules_, history_, discovery_, emitter_.context, facts);
   emitter_.emit(EventKind::Mismatch, m, model::kNone, step_id_);
-  raise(OutcomeKind::FetchQueueMismatch, std::move(message), std::move(explanation), m);
+  Failure failure =
+      failure_at(emitter_.context, step_id_, m, std::move(message), std::move(explanation));
+  for (ParamIndex p : need) {
+    if (std::find(got.begin(), got.end(), p) == got.end()) {
+      failure.missing.push_back(p);
+    }
+  }
+  throw Raised{OutcomeKind::FetchQueueMismatch, std::move(failure)};
 }
 
 // ---- prefetch (4.2) ----
@@ -595,7 +605,7 @@ void Coordinator::release_backward_leftovers() {
   }
 }
 
-void Coordinator::release_and_reset_all() {
+void Coordinator::release_and_reset_all(PartitionCause cause) {
   for (ParamIndex p : inflight_params_) {
     if (params_.inflight_group[p] >= 0) {
       wait(p);
@@ -610,7 +620,7 @@ void Coordinator::release_and_reset_all() {
   }
   for (ParamIndex p : params_.by_id) {
     if (params_.status[p] == Status::Available) {
-      partition(p, EventKind::PartitionAll);
+      partition(p, EventKind::PartitionAll, cause);
     }
   }
 }

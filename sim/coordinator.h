@@ -37,8 +37,8 @@ class Coordinator {
   /// that gather-group ids stay unique when a re-used model's backward hooks call an earlier
   /// engine's coordinator.
   Coordinator(const model::Scenario& scenario, ParamState& params, ModuleState& modules,
-              Emitter& emitter, CollectiveLog& collectives, const History& history,
-              Discovery discovery, int64_t& gather_groups);
+              Emitter& emitter, CollectiveLog& collectives, History& history, Discovery discovery,
+              int64_t& gather_groups);
 
   [[nodiscard]] TraceMode mode() const { return mode_; }
   [[nodiscard]] int32_t step_id() const { return step_id_; }
@@ -56,7 +56,7 @@ class Coordinator {
   /// release_backward_leftovers (2.9), at the end of every backward.
   void release_backward_leftovers();
   /// release_and_reset_all (2.11): optimizer step, checkpoint prologue, empty_partition_cache.
-  void release_and_reset_all();
+  void release_and_reset_all(PartitionCause cause);
   /// Synchronous gather of `p` outside the coordinator (getter, dangling return, _post_step).
   void gather_sync(ParamIndex p, trace::EventKind kind);
 
@@ -66,7 +66,7 @@ class Coordinator {
  private:
   void gather(std::span<const ParamIndex> params, trace::EventKind kind);
   void wait(ParamIndex p, bool emit_event = true);
-  void partition(ParamIndex p, trace::EventKind kind);
+  void partition(ParamIndex p, trace::EventKind kind, PartitionCause cause);
   void release_param(ParamIndex p);
   void clean_inflight_registry();
   void invalidate(std::string warning);
@@ -94,7 +94,7 @@ class Coordinator {
   ModuleState& modules_;
   Emitter& emitter_;
   CollectiveLog& collectives_;
-  const History& history_;
+  History& history_;
   Discovery discovery_;
   bool nvme_;  ///< offload_param.device == nvme: partitions live on NVMe unless swapped in
   int64_t swap_buffers_used_ = 0;

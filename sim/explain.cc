@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <span>
+
 #include "base/enum_names.h"
 #include "sim/coordinator.h"
 #include "sim/ds_format.h"
@@ -22,7 +25,74 @@ std::string module_name(const model::Scenario& scenario, ModuleIndex m) {
   return q.empty() ? fmt::format("{} (the root)", scenario.modules[m].name) : q;
 }
 
+// Whether `p` is one of the params `m` fetches as its own (a z3 leaf: its whole subtree), not
+// an external one.
+bool own_param(const model::Scenario& scenario, ModuleIndex m, ParamIndex p, bool leaf) {
+  for (ModuleIndex owner = scenario.params[p].owner; owner != model::kNone;
+       owner = leaf ? scenario.modules[owner].parent : model::kNone) {
+    if (owner == m) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string param_list(const model::Scenario& scenario, std::span<const ParamIndex> ps) {
+  std::string out;
+  for (size_t i = 0; i < ps.size(); ++i) {
+    out += i == 0 ? "" : i + 1 == ps.size() ? " and " : ", ";
+    out += scenario.params[ps[i]].qualified_name;
+  }
+  return ps.empty() ? "nothing" : out;
+}
+
+bool contains(std::span<const ParamIndex> ps, ParamIndex p) {
+  return std::find(ps.begin(), ps.end(), p) != ps.end();
+}
+
 }  // namespace
+
+std::string partition_reason(const Partitioned& partitioned) {
+  const Context& at = partitioned.when;
+  switch (partitioned.cause) {
+  case PartitionCause::None:
+  case PartitionCause::NewModel:
+    return fmt::format("engine {} was built on a new model object, whose params start partitioned",
+                       at.engine);
+  case PartitionCause::NewEngine:
+    return fmt::format(
+        "engine {} was built on the same model object, and its gradient hooks partitioned every "
+        "trainable param",
+        at.engine);
+  case PartitionCause::RecordingRelease:
+    return fmt::format(
+        "the recording pass partitioned it when its consumers released it (in the {} at engine "
+        "{}, micro-step {}): a release in a recording pass partitions persistent params too, so "
+        "the first replay after recording finds it partitioned",
+        kPhaseWords[at.phase], at.engine, at.micro_step);
+  case PartitionCause::Release:
+    return fmt::format("its consumers released it in the {} at engine {}, micro-step {}",
+                       kPhaseWords[at.phase], at.engine, at.micro_step);
+  case PartitionCause::OptimizerStep:
+    return fmt::format("optimizer step {} partitioned every param", at.step);
+  case PartitionCause::OverflowSkip:
+    return fmt::format(
+        "fp16 loss scaling skipped optimizer step {} for an overflow: the step partitioned every "
+        "param and, skipped before _post_step, gathered no persistent one again",
+        at.step);
+  case PartitionCause::CheckpointSave:
+    return fmt::format("save_checkpoint partitioned every param (engine {}, its prologue)",
+                       at.engine);
+  case PartitionCause::CheckpointLoad:
+    return fmt::format("load_checkpoint partitioned every param (engine {}, its prologue)",
+                       at.engine);
+  case PartitionCause::EmptyPartitionCache:
+    return fmt::format(
+        "empty_partition_cache() partitioned every param, persistent ones included (engine {})",
+        at.engine);
+  }
+  return "";
+}
 
 std::string explain_mismatch(const model::Scenario& scenario, const ParamState& params,
                              const ModuleState& modules, const History& history,
@@ -34,7 +104,13 @@ std::string explain_mismatch(const model::Scenario& scenario, const ParamState& 
       "the fetch queue did not hold what the module fetches.\n",
       kPhaseWords[now.phase], where, modules.ds_id[facts.module], facts.step_id, now.engine,
       now.micro_step);
+  out += fmt::format("- '{}' fetches {}; the queue gave {}.\n", where,
+                     param_list(scenario, facts.need), param_list(scenario, facts.got));
+  const bool leaf = modules.leaf[facts.module] != 0;
   for (ParamIndex p : facts.need) {
+    if (contains(facts.got, p)) {
+      continue;  // the queue gave it: nothing to explain
+    }
     const std::string& name = scenario.params[p].qualified_name;
     const Registration* reg = nullptr;
     for (const Registration& r : history.registrations) {
@@ -42,15 +118,25 @@ std::string explain_mismatch(const model::Scenario& scenario, const ParamState& 
         reg = &r;
       }
     }
-    if (reg != nullptr && reg->trace_complete) {
+    if (own_param(scenario, facts.module, p, leaf)) {
+      out += fmt::format(
+          "- {} is a parameter of '{}' itself; the recorded trace has no entry for "
+          "it here.\n",
+          name, where);
+    } else if (reg != nullptr && reg->trace_complete) {
       out += fmt::format(
           "- {} was registered as an external parameter of '{}' by an access in its {} at "
-          "engine {}, micro-step {}, when the trace was already complete; it was {} then",
+          "engine {}, micro-step {}, when the trace was already complete. It was {} then",
           name, where, kPhaseWords[reg->when.phase], reg->when.engine, reg->when.micro_step,
           kDsStatusNames[reg->status_at_access]);
-      out += reg->status_at_access == Status::NotAvailable
-                 ? ", so the getter gathered it and registered the dependency.\n"
-                 : ".\n";
+      if (reg->status_at_access == Status::NotAvailable) {
+        out += params.persist[p]
+                   ? fmt::format(", although persistent: {}", partition_reason(reg->partitioned))
+                   : std::string();
+        out += ". The getter therefore gathered it and registered the dependency.\n";
+      } else {
+        out += ".\n";
+      }
       const RecordedAccess* seen = nullptr;
       for (const RecordedAccess& a : history.recorded_accesses) {
         if (a.param == p && a.module == facts.module && a.when.engine == reg->when.engine) {
@@ -71,8 +157,16 @@ std::string explain_mismatch(const model::Scenario& scenario, const ParamState& 
             name, where);
       }
     } else {
-      out += fmt::format("- '{}' needs {}, which the recorded trace does not list next.\n", where,
-                         name);
+      out += fmt::format(
+          "- {} (a parameter of '{}') is fetched by '{}' as an external parameter; the recorded "
+          "trace has no entry for it here.\n",
+          name, module_name(scenario, scenario.params[p].owner), where);
+    }
+  }
+  for (ParamIndex p : facts.got) {
+    if (!contains(facts.need, p)) {
+      out += fmt::format("- The queue gave {}, which '{}' does not fetch here.\n",
+                         scenario.params[p].qualified_name, where);
     }
   }
   if (!facts.popped.empty()) {
@@ -80,28 +174,10 @@ std::string explain_mismatch(const model::Scenario& scenario, const ParamState& 
     const auto s = static_cast<size_t>(first.step);
     const std::string owner =
         s < facts.order.size() ? module_name(scenario, facts.order[s].module) : "?";
-    out += fmt::format("- The queue's next entry is {}@{} (for '{}' at trace step {}).\n",
+    out += fmt::format("- The queue's next entry was {}@{} (for '{}' at trace step {}).\n",
                        scenario.params[first.param].qualified_name, first.step, owner, first.step);
   } else {
     out += "- The fetch queue was empty.\n";
-  }
-  out += "To avoid it:\n";
-  if (discovery == Discovery::ResidentSkip) {
-    out +=
-        "- run with --discovery residency-independent (DeepSpeed PR #8875), which discovers "
-        "external accesses whatever the parameter's residency;\n";
-  }
-  for (ParamIndex p : facts.need) {
-    const std::string& name = scenario.params[p].qualified_name;
-    if (params.persist[p]) {
-      out += fmt::format(
-          "- or set stage3_param_persistence_threshold below {} so that {} is not persistent "
-          "(it is then NOT_AVAILABLE at every access and is discovered while recording);\n",
-          params.numel[p], name);
-    }
-    out += fmt::format(
-        "- or register it up front: deepspeed.zero.register_external_parameter({}, {}).\n", where,
-        name);
   }
   return out;
 }

@@ -1,5 +1,6 @@
-// Turns a failure into an explanation a person can act on: which access registered which
-// parameter, why the recorded trace lacks it, and what avoids it.
+// Turns a failure into the facts a person needs to act on it: which access registered which
+// parameter, and why the recorded trace lacks it. What avoids it is re-simulated before it is
+// said (sim/explore/remedies.h).
 #pragma once
 
 #include <string>
@@ -25,6 +26,10 @@ struct MismatchFacts {
   std::vector<QueueEntry> popped;
   const std::vector<Occurrence>& order;
 };
+
+/// Why `partitioned` left its param NOT_AVAILABLE, as a clause ("load_checkpoint partitioned
+/// every param (engine 1, its prologue)").
+std::string partition_reason(const Partitioned& partitioned);
 
 std::string explain_mismatch(const model::Scenario& scenario, const ParamState& params,
                              const ModuleState& modules, const History& history,

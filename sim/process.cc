@@ -31,6 +31,7 @@ Process::Process(const model::Scenario& scenario, const Options& options, int32_
   graph_.reserve(scenario.modules.size(), scenario.params.size());
   call_outputs_.reserve(2 * scenario.modules.size());
   hazards_.reserve(Outcome::kMaxHazards);
+  history_.last_partitioned.resize(scenario.params.size());
 }
 
 RankResult Process::run() {
@@ -106,7 +107,7 @@ void Process::run_schedule() {
     case model::ScheduleItem::Kind::EmptyPartitionCache:
       emitter_.context.phase = Phase::None;
       emitter_.emit(EventKind::EmptyPartitionCache);
-      coordinator_->release_and_reset_all();
+      coordinator_->release_and_reset_all(PartitionCause::EmptyPartitionCache);
       break;
     }
   }
@@ -123,6 +124,7 @@ void Process::build_engine(bool fresh_model) {
     for (ParamIndex p : params_.by_id) {
       params_.ds_id[p] = next_param_id_++;
       params_.status[p] = Status::NotAvailable;
+      history_.last_partitioned[p] = {PartitionCause::NewModel, emitter_.context};
       params_.persist[p] = 0;
       params_.is_external[p] = 0;
       params_.consumers[p].clear();
@@ -136,8 +138,16 @@ void Process::build_engine(bool fresh_model) {
       const auto p = static_cast<ParamIndex>(i);
       params_.ds_id[p] = params_.ds_id[params_.canonical[p]];
     }
-    for (auto& e : modules_.externals) {
-      e.clear();
+    // The new model object's __init__ registers its up-front externals again (5.4).
+    for (size_t m = 0; m < modules_.externals.size(); ++m) {
+      modules_.externals[m].clear();
+      for (ParamIndex p : scenario_.modules[m].external_params) {
+        const ParamIndex c = params_.canonical[p];
+        std::vector<ParamIndex>& ext = modules_.externals[m];
+        if (std::find(ext.begin(), ext.end(), c) == ext.end()) {
+          ext.push_back(c);
+        }
+      }
     }
     // Earlier engines' roots stay on FWD_MODULE_STACK, but they are other objects now.
     std::replace_if(
@@ -151,6 +161,7 @@ void Process::build_engine(bool fresh_model) {
     for (ParamIndex p : params_.by_id) {
       if (!params_.frozen[p]) {
         params_.status[p] = Status::NotAvailable;
+        history_.last_partitioned[p] = {PartitionCause::NewEngine, emitter_.context};
         params_.fast_sharded[p] = 0;  // all_gather, then partition(): shape [0]
       }
     }
@@ -286,7 +297,8 @@ void Process::optimizer_step() {
   emitter_.context.phase = Phase::Optimizer;
   emitter_.emit(EventKind::OptimizerStep);
   ++emitter_.stats.optimizer_steps;
-  coordinator_->release_and_reset_all();
+  coordinator_->release_and_reset_all(overflow_ ? PartitionCause::OverflowSkip
+                                                : PartitionCause::OptimizerStep);
   unreduced_grad_check();
   if (overflow_) {
     // fp16 overflow: the step is skipped before _post_step, so persistent params stay
@@ -336,8 +348,8 @@ void Process::unreduced_grad_check() {
 void Process::save_checkpoint(const std::string& tag) {
   emitter_.context.phase = Phase::Checkpoint;
   emitter_.emit(EventKind::CheckpointSave);
-  coordinator_->release_and_reset_all();  // checkpoint_event_prologue
-  gather_persistent();                    // checkpoint_event_epilogue
+  coordinator_->release_and_reset_all(PartitionCause::CheckpointSave);  // the prologue
+  gather_persistent();                                                  // checkpoint_event_epilogue
   saved_state_dicts_.save(tag, params_);
 }
 
@@ -359,7 +371,7 @@ void Process::load_checkpoint(const std::string& tag) {
   }
   // Prologue partitions all; the optimizer's load_state_dict partitions persistent params
   // again (a no-op now); the epilogue gathers them: resident after a load (1.5).
-  coordinator_->release_and_reset_all();
+  coordinator_->release_and_reset_all(PartitionCause::CheckpointLoad);
   gather_persistent();
 }
 

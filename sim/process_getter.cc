@@ -71,7 +71,8 @@ void Process::register_external(ModuleIndex m, ParamIndex p, Status status_at_ac
   ext.push_back(p);
   emitter_.emit(EventKind::RegisterExternal, m, p, -1, -1, status_at_access);
   history_.add(Registration{m, p, emitter_.context, status_at_access,
-                            coordinator_->mode() == TraceMode::Complete});
+                            coordinator_->mode() == TraceMode::Complete,
+                            history_.last_partitioned[p]});
 }
 
 void Process::note_hazard(ModuleIndex m, ParamIndex p, Status status) {

@@ -29,6 +29,9 @@ struct Failure {
   int32_t micro_step = 0;
   int32_t trace_step = -1;
   model::ModuleIndex module = model::kNone;
+  /// A fetch-queue mismatch: the params `module` fetches that the queue did not deliver
+  /// (canonical, by ds_id), what a remedy has to put into the trace.
+  std::vector<model::ParamIndex> missing;
 };
 
 /// Counters of one run.

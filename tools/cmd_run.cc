@@ -242,7 +242,15 @@ int run(const RunOptions& options) {
     std::fprintf(stderr, "%s\n", work_bound_message(options.scenario, e.max_events).c_str());
     return kExitBadInput;
   }
-  const sim::Outcome& outcome = *simulated;
+  sim::Outcome& outcome = *simulated;
+  // What avoids a failure is said only once a re-simulation with the change passed (a few
+  // runs, each within --max-events).
+  const std::vector<sim::Remedy> remedies =
+      sim::verified_remedies(*scenario, sim_options, outcome, options.max_events);
+  if (outcome.failure &&
+      (!remedies.empty() || outcome.kind == sim::OutcomeKind::FetchQueueMismatch)) {
+    outcome.failure->explanation += remedy_text(remedies);
+  }
   timeline.finish();
   if (timeline.summary().overflowed) {
     std::fprintf(stderr, "%s: error: %s\n", options.scenario.c_str(),
@@ -310,6 +318,7 @@ int run(const RunOptions& options) {
   if (options.trace_path != "-") {
     if (options.json) {
       nlohmann::ordered_json j = outcome_json(*scenario, *discovery, outcome);
+      j["remedies"] = remedy_json(*scenario, remedies);
       j["hazards"] =
           hazardous ? hazard_json(*scenario, outcome, changes) : nlohmann::ordered_json::array();
       for (const model::ResolvedAuto& resolved : scenario->config.resolved_auto) {

@@ -97,6 +97,29 @@ nlohmann::ordered_json hazard_json(const model::Scenario& scenario, const sim::O
   return array;
 }
 
+std::string remedy_text(const std::vector<sim::Remedy>& remedies) {
+  if (remedies.empty()) {
+    return "No change zfetch tries (a DeepSpeed with PR #8875, the persistence threshold, "
+           "registering the missed external parameters) makes the re-simulated run pass.\n";
+  }
+  std::string out = "To avoid it (each change re-simulated: the run then passes):\n";
+  for (size_t i = 0; i < remedies.size(); ++i) {
+    out += fmt::format("- {}{}", i == 0 ? "" : "or ", remedies[i].advice);
+  }
+  return out;
+}
+
+nlohmann::ordered_json remedy_json(const model::Scenario& scenario,
+                                   const std::vector<sim::Remedy>& remedies) {
+  nlohmann::ordered_json array = nlohmann::ordered_json::array();
+  for (const sim::Remedy& r : remedies) {
+    array.push_back({{"kind", sim::kRemedyKindNames[r.kind]},
+                     {"advice", r.advice},
+                     {"resimulated", outcome_summary(scenario, r.outcome)}});
+  }
+  return array;
+}
+
 std::string outcome_summary(const model::Scenario& scenario, const sim::Outcome& outcome) {
   if (!outcome.failure) {
     if (outcome.kind == sim::OutcomeKind::TraceInvalidated) {

@@ -6,6 +6,7 @@
 
 #include "model/scenario.h"
 #include "sim/explore/hazard_check.h"
+#include "sim/explore/remedies.h"
 #include "sim/simulator.h"
 
 namespace zfetch::tools {
@@ -28,6 +29,14 @@ std::string hazard_text(const model::Scenario& scenario, sim::Discovery discover
 /// The same as a JSON array (`hazards` of `zfetch run --json`).
 nlohmann::ordered_json hazard_json(const model::Scenario& scenario, const sim::Outcome& outcome,
                                    const std::vector<sim::HazardChange>& changes);
+
+/// The "To avoid it" part of a failure's explanation: the re-simulated remedies, or that none of
+/// the changes zfetch tries makes the run pass.
+std::string remedy_text(const std::vector<sim::Remedy>& remedies);
+
+/// The same as a JSON array (`remedies` of `zfetch run --json`).
+nlohmann::ordered_json remedy_json(const model::Scenario& scenario,
+                                   const std::vector<sim::Remedy>& remedies);
 
 /// "fetch-queue-mismatch in the recompute of 'adapter' at trace step 6 ..." (one line).
 std::string outcome_summary(const model::Scenario& scenario, const sim::Outcome& outcome);

@@ -1,0 +1,22 @@
+# Runs `zfetch run ARGS...` and compares the outcome part of stdout (up to the simulated time,
+# which the timeline owns) with EXPECTED.out, the exit code with EXPECTED.exit, and the
+# `remedies` array of `zfetch run --json ARGS...` with EXPECTED.json. ZFETCH_BLESS=1 rewrites
+# all three.
+include(${CMAKE_CURRENT_LIST_DIR}/../golden_files.cmake)
+execute_process(COMMAND ${ZFETCH} run ${ARGS}
+                RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+string(FIND "${out}" "\nsimulated time" cut)
+if(cut GREATER -1)
+  string(SUBSTRING "${out}" 0 ${cut} out)
+endif()
+execute_process(COMMAND ${ZFETCH} run --json ${ARGS}
+                RESULT_VARIABLE json_code OUTPUT_VARIABLE json_out)
+string(JSON remedies ERROR_VARIABLE json_error GET "${json_out}" remedies)
+if(json_error)
+  message(FATAL_ERROR "zfetch run --json has no remedies array: ${json_error}")
+endif()
+if(NOT json_code STREQUAL code)
+  message(FATAL_ERROR "--json exits ${json_code}, text exits ${code}")
+endif()
+string(APPEND remedies "\n")
+golden_files(EXPECTED ${EXPECTED} CODE "${code}" FILES out=out json=remedies)
