@@ -257,26 +257,6 @@ class Writer {
     line(indent, fmt::format("{}: {{{}}}", scalar(p.name), fmt::join(parts, ", ")));
   }
 
-  static std::string condition(const Condition& when) {
-    std::vector<std::string> parts;
-    if (!when.steps.empty()) {
-      parts.push_back("step: " + int_list(when.steps));
-    }
-    if (!when.micro_steps.empty()) {
-      parts.push_back("micro_step: " + int_list(when.micro_steps));
-    }
-    if (!when.ranks.empty()) {
-      parts.push_back("rank: " + int_list(when.ranks));
-    }
-    if (!when.engines.empty()) {
-      parts.push_back("engine: " + int_list(when.engines));
-    }
-    if (when.phase != Condition::Phase::Any) {
-      parts.push_back(when.phase == Condition::Phase::Train ? "phase: train" : "phase: eval");
-    }
-    return fmt::format("{{{}}}", fmt::join(parts, ", "));
-  }
-
   void write_call_input(ModuleIndex module, const Op& op, int indent) {
     switch (op.input) {
     case CallInput::Running:
@@ -324,7 +304,7 @@ class Writer {
         write_call_input(module, op, indent + 1);
       }
       if (!op.when.always()) {
-        line(indent + 1, "when: " + condition(op.when));
+        line(indent + 1, "when: " + condition_text(op.when));
       }
       if (op.kind == Op::Kind::Checkpoint || op.kind == Op::Kind::Repeat) {
         line(indent + 1, "body:");
@@ -400,6 +380,26 @@ class Writer {
 };
 
 }  // namespace
+
+std::string condition_text(const Condition& when) {
+  std::vector<std::string> parts;
+  if (!when.steps.empty()) {
+    parts.push_back("step: " + int_list(when.steps));
+  }
+  if (!when.micro_steps.empty()) {
+    parts.push_back("micro_step: " + int_list(when.micro_steps));
+  }
+  if (!when.ranks.empty()) {
+    parts.push_back("rank: " + int_list(when.ranks));
+  }
+  if (!when.engines.empty()) {
+    parts.push_back("engine: " + int_list(when.engines));
+  }
+  if (when.phase != Condition::Phase::Any) {
+    parts.push_back(when.phase == Condition::Phase::Train ? "phase: train" : "phase: eval");
+  }
+  return fmt::format("{{{}}}", fmt::join(parts, ", "));
+}
 
 std::string write_scenario_yaml(const Scenario& scenario) {
   return Writer(scenario).write();

@@ -14,4 +14,7 @@ namespace zfetch::model {
 /// oracle checks it). Deterministic: the same scenario gives the same bytes.
 std::string write_scenario_yaml(const Scenario& scenario);
 
+/// A `when:` condition as the file writes it: `{micro_step: [0, 1, 3]}`.
+std::string condition_text(const Condition& when);
+
 }  // namespace zfetch::model

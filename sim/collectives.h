@@ -22,6 +22,9 @@ struct Collective {
   std::vector<int64_t> payload;  ///< agreement: the list; gathers: partition sizes
   Context when;                  ///< where the rank issued it
   int32_t trace_step;
+  /// AgreeModules: the module of each id; a coordinator gather: the module whose fetch issued
+  /// it (none for a prefetch). For the explanation of a divergence.
+  std::vector<model::ModuleIndex> modules;
 };
 
 /// Records collectives when enabled (only when ranks can diverge; a symmetric run skips it).
@@ -30,9 +33,9 @@ class CollectiveLog {
   explicit CollectiveLog(bool enabled) : enabled_(enabled) {}
   [[nodiscard]] bool enabled() const { return enabled_; }
   void add(CollectiveKind kind, std::vector<int64_t> payload, const Context& when,
-           int32_t trace_step) {
+           int32_t trace_step, std::vector<model::ModuleIndex> modules = {}) {
     if (enabled_) {
-      entries_.push_back({kind, std::move(payload), when, trace_step});
+      entries_.push_back({kind, std::move(payload), when, trace_step, std::move(modules)});
     }
   }
   [[nodiscard]] const std::vector<Collective>& entries() const { return entries_; }

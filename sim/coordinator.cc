@@ -87,8 +87,9 @@ void Coordinator::raise(OutcomeKind kind, std::string message, std::string expla
 
 // ---- pass boundaries and the trace (2.10, 3.1, 3.2) ----
 
-void Coordinator::agree(CollectiveKind kind, std::vector<int64_t> values) {
-  collectives_.add(kind, std::move(values), emitter_.context, step_id_);
+void Coordinator::agree(CollectiveKind kind, std::vector<int64_t> values,
+                        std::vector<ModuleIndex> modules) {
+  collectives_.add(kind, std::move(values), emitter_.context, step_id_, std::move(modules));
 }
 
 void Coordinator::reset_step() {
@@ -97,10 +98,12 @@ void Coordinator::reset_step() {
   if (mode_ != TraceMode::Complete) {
     if (collectives_.enabled()) {
       std::vector<int64_t> ids;
+      std::vector<ModuleIndex> modules;
       for (const Occurrence& o : submodule_order_) {
         ids.push_back(modules_.ds_id[o.module]);
+        modules.push_back(o.module);
       }
-      agree(CollectiveKind::AgreeModules, std::move(ids));
+      agree(CollectiveKind::AgreeModules, std::move(ids), std::move(modules));
     }
     if (mode_ == TraceMode::Record) {
       // Build the param trace from the occurrences, with each module's params as they are
@@ -157,6 +160,7 @@ void Coordinator::prologue_and_record(ModuleIndex m) {
   if (mode_ == TraceMode::Complete) {
     const auto order_size = static_cast<int32_t>(submodule_order_.size());
     if (step_id_ >= order_size) {
+      note_invalidation(m, model::kNone);
       emitter_.emit(EventKind::TraceInvalidate, m, model::kNone, step_id_);
       invalidate(
           fmt::format("Invalidate trace cache @ step {} and module {}: cache has only {} "
@@ -164,6 +168,7 @@ void Coordinator::prologue_and_record(ModuleIndex m) {
                       step_id_, modules_.ds_id[m], order_size));
     } else if (submodule_order_[static_cast<size_t>(step_id_)].module != m) {
       const ModuleIndex expected = submodule_order_[static_cast<size_t>(step_id_)].module;
+      note_invalidation(m, expected);
       emitter_.emit(EventKind::TraceInvalidate, m, model::kNone, step_id_);
       invalidate(
           fmt::format("Invalidate trace cache @ step {}: expected module {}, but got "
@@ -172,13 +177,25 @@ void Coordinator::prologue_and_record(ModuleIndex m) {
     }
   }
   if (mode_ == TraceMode::Record) {
+    if (submodule_order_.empty()) {
+      recorded_phase_ = emitter_.context.phase;
+    }
     submodule_order_.push_back({m, step_id_});
+  }
+}
+
+void Coordinator::note_invalidation(ModuleIndex found, ModuleIndex expected) {
+  if (history_.invalidations.size() < Outcome::kMaxInvalidationDetails) {
+    const Context& at = emitter_.context;
+    history_.invalidations.push_back(
+        {at.phase, at.rank, at.engine, at.step, at.micro_step, step_id_, found, expected,
+         static_cast<int32_t>(submodule_order_.size()), recorded_phase_});
   }
 }
 
 // ---- gathers, waits, partitions (1.1, 4.5, 4.6) ----
 
-void Coordinator::gather(std::span<const ParamIndex> ps, EventKind kind) {
+void Coordinator::gather(std::span<const ParamIndex> ps, EventKind kind, ModuleIndex for_module) {
   const int64_t group = next_group_++;
   group_begin_.push_back(static_cast<uint32_t>(inflight_params_.size()));
   group_ids_.push_back(group);
@@ -209,7 +226,12 @@ void Coordinator::gather(std::span<const ParamIndex> ps, EventKind kind) {
   }
   // An all-gather matches its peers by size only: different params of the same size pass.
   if (collectives_.enabled()) {
-    collectives_.add(CollectiveKind::Gather, std::move(ids), emitter_.context, step_id_);
+    std::vector<ModuleIndex> modules;
+    if (for_module != model::kNone) {
+      modules.push_back(for_module);
+    }
+    collectives_.add(CollectiveKind::Gather, std::move(ids), emitter_.context, step_id_,
+                     std::move(modules));
   }
 }
 
@@ -316,7 +338,7 @@ void Coordinator::fetch(ModuleIndex m, bool forward, bool in_graph_task) {
     // Coalesced gathers list their params sorted by ds_id (4.6).
     std::sort(gather_scratch_.begin(), gather_scratch_.end(),
               [&](ParamIndex a, ParamIndex b) { return params_.ds_id[a] < params_.ds_id[b]; });
-    gather(gather_scratch_, EventKind::Gather);
+    gather(gather_scratch_, EventKind::Gather, m);
   }
 
   const int64_t module_id = modules_.ds_id[m];
@@ -445,7 +467,7 @@ void Coordinator::prefetch() {
   if (numel > 0) {
     std::sort(gather_scratch_.begin(), gather_scratch_.end(),
               [&](ParamIndex a, ParamIndex b) { return params_.ds_id[a] < params_.ds_id[b]; });
-    gather(gather_scratch_, EventKind::Prefetch);
+    gather(gather_scratch_, EventKind::Prefetch, model::kNone);
   }
   if (nvme_) {
     nvme_read_ahead();

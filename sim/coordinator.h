@@ -64,18 +64,20 @@ class Coordinator {
   std::span<const ParamIndex> param_list(ModuleIndex m);
 
  private:
-  void gather(std::span<const ParamIndex> params, trace::EventKind kind);
+  void gather(std::span<const ParamIndex> params, trace::EventKind kind, ModuleIndex for_module);
   void wait(ParamIndex p, bool emit_event = true);
   void partition(ParamIndex p, trace::EventKind kind, PartitionCause cause);
   void release_param(ParamIndex p);
   void clean_inflight_registry();
   void invalidate(std::string warning);
+  void note_invalidation(ModuleIndex found, ModuleIndex expected);
   void queue_check(ModuleIndex m, std::span<const ParamIndex> list);
   void prefetch();
   [[nodiscard]] bool on_nvme(ParamIndex p) const;
   void nvme_read_ahead();
   const std::vector<ParamIndex>& params_to_release(ModuleIndex m, int32_t s);
-  void agree(CollectiveKind kind, std::vector<int64_t> values);
+  void agree(CollectiveKind kind, std::vector<int64_t> values,
+             std::vector<ModuleIndex> modules = {});
   [[noreturn]] void raise_mismatch(ModuleIndex m, std::span<const ParamIndex> need,
                                    std::span<const ParamIndex> got,
                                    std::span<const QueueEntry> popped);
@@ -100,6 +102,7 @@ class Coordinator {
   int64_t swap_buffers_used_ = 0;
 
   TraceMode mode_ = TraceMode::Invalid;
+  trace::Phase recorded_phase_ = trace::Phase::None;  ///< the pass the trace was recorded in
   int32_t step_id_ = 0;
   int64_t n_available_ = 0;
   int64_t invalidations_ = 0;

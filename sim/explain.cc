@@ -7,6 +7,7 @@
 #include <span>
 
 #include "base/enum_names.h"
+#include "model/scenario_writer.h"
 #include "sim/coordinator.h"
 #include "sim/ds_format.h"
 
@@ -50,7 +51,77 @@ bool contains(std::span<const ParamIndex> ps, ParamIndex p) {
   return std::find(ps.begin(), ps.end(), p) != ps.end();
 }
 
+struct GuardedCall {
+  ModuleIndex caller = model::kNone;
+  const model::Condition* when = nullptr;
+};
+
+void find_guarded_call(const std::vector<model::Op>& ops, ModuleIndex caller, ModuleIndex callee,
+                       GuardedCall& found) {
+  for (const model::Op& op : ops) {
+    if (found.when != nullptr) {
+      return;
+    }
+    if (op.kind == model::Op::Kind::Call && op.callee == callee && !op.when.always()) {
+      found = {caller, &op.when};
+      return;
+    }
+    find_guarded_call(op.body, caller, callee, found);
+  }
+}
+
+// The first call of `callee` under a `when:` in any forward, in module order.
+GuardedCall guarded_call(const model::Scenario& scenario, ModuleIndex callee) {
+  GuardedCall found;
+  for (size_t m = 0; m < scenario.modules.size() && found.when == nullptr; ++m) {
+    find_guarded_call(scenario.modules[m].forward, static_cast<ModuleIndex>(m), callee, found);
+  }
+  return found;
+}
+
 }  // namespace
+
+std::string explain_invalidation(const model::Scenario& scenario, const Invalidation& at) {
+  std::string out = fmt::format(
+      "- In the {} at engine {}, micro-step {} (rank {}), trace step {}: ", kPhaseWords[at.phase],
+      at.engine, at.micro_step, at.rank, at.trace_step);
+  const std::string found = module_name(scenario, at.found);
+  if (at.expected == model::kNone) {
+    out += fmt::format(
+        "'{}' ran, but the trace, recorded in the {}, has only {} module{}, so it expected none.\n",
+        found, kPhaseWords[at.recorded_phase], at.trace_length, at.trace_length == 1 ? "" : "s");
+  } else {
+    out += fmt::format("the trace, recorded in the {}, expected '{}' there, but '{}' ran.\n",
+                       kPhaseWords[at.recorded_phase], module_name(scenario, at.expected), found);
+  }
+  const bool eval_now = at.phase == trace::Phase::Eval;
+  const bool eval_recorded = at.recorded_phase == trace::Phase::Eval;
+  if (eval_now != eval_recorded) {
+    out += fmt::format(
+        "  Cause: an eval pass. The trace was recorded in {} pass and this is {} one; DeepSpeed "
+        "keeps one trace for both, and they run different modules in a different order.\n",
+        eval_recorded ? "an eval" : "a training", eval_now ? "an eval" : "a training");
+    return out;
+  }
+  for (ModuleIndex m : {at.expected, at.found}) {
+    if (m == model::kNone) {
+      continue;
+    }
+    const GuardedCall call = guarded_call(scenario, m);
+    if (call.when != nullptr) {
+      out += fmt::format(
+          "  Cause: a branch. '{}' calls '{}' under `when: {}`, so it runs in some passes and "
+          "not in others.\n",
+          module_name(scenario, call.caller), module_name(scenario, m),
+          model::condition_text(*call.when));
+      return out;
+    }
+  }
+  out +=
+      "  Cause: a changed module order: the modules ran in another order than when the trace "
+      "was recorded.\n";
+  return out;
+}
 
 std::string partition_reason(const Partitioned& partitioned) {
   const Context& at = partitioned.when;

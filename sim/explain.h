@@ -31,6 +31,10 @@ struct MismatchFacts {
 /// every param (engine 1, its prologue)").
 std::string partition_reason(const Partitioned& partitioned);
 
+/// What a trace invalidation means: where, the expected and the found module, and its cause
+/// (an eval pass, a `when:` branch, or a changed module order). Several lines, each "- ...".
+std::string explain_invalidation(const model::Scenario& scenario, const Invalidation& at);
+
 std::string explain_mismatch(const model::Scenario& scenario, const ParamState& params,
                              const ModuleState& modules, const History& history,
                              Discovery discovery, const Context& now, const MismatchFacts& facts);

@@ -56,6 +56,7 @@ struct History {
   std::vector<Registration> registrations;
   std::vector<RecordedAccess> recorded_accesses;
   std::vector<Partitioned> last_partitioned;  ///< per canonical param, sized by the process
+  std::vector<Invalidation> invalidations;    ///< the first Outcome::kMaxInvalidationDetails
 
   void add(const Registration& r) {
     if (registrations.size() == kMax) {

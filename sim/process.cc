@@ -52,6 +52,7 @@ RankResult Process::run() {
   }
   result.stats = emitter_.stats;
   result.hazards = hazards_;
+  result.invalidation_details = history_.invalidations;
   result.next_seq = emitter_.next_seq();
   return result;
 }
@@ -302,7 +303,12 @@ void Process::optimizer_step() {
   unreduced_grad_check();
   if (overflow_) {
     // fp16 overflow: the step is skipped before _post_step, so persistent params stay
-    // partitioned (1.5, 10.21).
+    // partitioned (1.5, 10.21): that, not their earlier partition, is why they are NA next.
+    for (ParamIndex p : params_.by_id) {
+      if (params_.persist[p] && params_.status[p] == Status::NotAvailable) {
+        history_.last_partitioned[p] = {PartitionCause::OverflowSkip, emitter_.context};
+      }
+    }
     ++emitter_.context.step;
     return;
   }

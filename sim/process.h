@@ -30,7 +30,8 @@ struct RankResult {
   std::vector<std::string> warnings;
   RunStats stats;
   std::vector<Hazard> hazards;
-  uint64_t next_seq = 0;  ///< the seq after this rank's last event
+  std::vector<Invalidation> invalidation_details;  ///< the first few, for their explanation
+  uint64_t next_seq = 0;                           ///< the seq after this rank's last event
 };
 
 class Process {

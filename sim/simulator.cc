@@ -11,6 +11,7 @@
 #include "sim/ds_format.h"
 #include "sim/failure.h"
 #include "sim/process.h"
+#include "trace/names.h"
 
 namespace zfetch::sim {
 namespace {
@@ -63,6 +64,68 @@ constexpr base::EnumNames<CollectiveKind::PersistentGather> kCollectiveNames(
     "a trace agreement check (broadcast)", "a coordinator all-gather", "a getter all-gather",
     "a persistent-parameter all-gather");
 
+std::string module_label(const model::Scenario& scenario, model::ModuleIndex m) {
+  const std::string& q = scenario.modules[m].qualified_name;
+  return q.empty() ? "<root>" : q;
+}
+
+int64_t payload_total(const Collective& c) {
+  int64_t total = 0;
+  for (int64_t v : c.payload) {
+    total += v;
+  }
+  return total;
+}
+
+std::string what_it_issues(const model::Scenario& scenario, const Collective& collective);
+
+// What one rank issued at a collective position, and where, for the explanation of a
+// divergence.
+std::string describe(const model::Scenario& scenario, const Collective* c) {
+  if (c == nullptr) {
+    return "issues no further collective (its schedule ends)";
+  }
+  return fmt::format("(engine {}, micro-step {}, phase {}) {}", c->when.engine, c->when.micro_step,
+                     trace::format_as(c->when.phase), what_it_issues(scenario, *c));
+}
+
+std::string what_it_issues(const model::Scenario& scenario, const Collective& collective) {
+  const Collective* c = &collective;
+  switch (c->kind) {
+  case CollectiveKind::Gather:
+    if (c->modules.empty()) {
+      return fmt::format("prefetches with an all-gather of {} element{} per rank",
+                         payload_total(*c), payload_total(*c) == 1 ? "" : "s");
+    }
+    return fmt::format("fetches '{}' with an all-gather of {} element{} per rank",
+                       module_label(scenario, c->modules.front()), payload_total(*c),
+                       payload_total(*c) == 1 ? "" : "s");
+  case CollectiveKind::GetterGather:
+  case CollectiveKind::PersistentGather:
+    return fmt::format("issues {} of {} element{} per rank", kCollectiveNames[c->kind],
+                       payload_total(*c), payload_total(*c) == 1 ? "" : "s");
+  default:
+    return fmt::format("runs {} of {} values", kCollectiveNames[c->kind], c->payload.size());
+  }
+}
+
+// Where two ranks that issued the same collectives first fetched different modules (the
+// all-gathers matched because their sizes did): the first gather whose module differs.
+std::string first_different_fetch(const model::Scenario& scenario, const std::vector<Collective>& a,
+                                  int32_t rank_a, const std::vector<Collective>& b, int32_t rank_b,
+                                  size_t before) {
+  for (size_t k = 0; k < before && k < a.size() && k < b.size(); ++k) {
+    if (a[k].kind == CollectiveKind::Gather && b[k].kind == CollectiveKind::Gather &&
+        a[k].modules != b[k].modules) {
+      return fmt::format(
+          "- Before that, at collective #{}, rank {} {} and rank {} {}: all-gathers match by "
+          "size only, so neither waited there.\n",
+          k, rank_a, describe(scenario, &a[k]), rank_b, describe(scenario, &b[k]));
+    }
+  }
+  return "";
+}
+
 struct RankRun {
   int32_t rank;
   RankResult result;
@@ -71,7 +134,7 @@ struct RankRun {
 
 // [I] semantics 10.15. Compares the ranks' collective sequences: the first position where one rank
 // differs from rank 0 decides between an agreement error, a hang, and an earlier local error.
-Outcome compare_ranks(std::vector<RankRun>& runs) {
+Outcome compare_ranks(const model::Scenario& scenario, std::vector<RankRun>& runs) {
   const RankRun& ref = runs.front();
   Outcome outcome;
   for (const RankRun& run : runs) {
@@ -136,11 +199,36 @@ Outcome compare_ranks(std::vector<RankRun>& runs) {
                   "\n list length: {}\n rank0: {} \n rank{}: {}",
                   diverging->rank, a.size(), python_list(a), diverging->rank, python_list(b));
     failure.explanation = fmt::format(
-        "Rank 0 and rank {} recorded different module orders in the same pass (a `when: "
-        "{{rank: ...}}` branch). Every rank must run the same modules in the same order; mark "
-        "the data-dependent subtree as a z3 leaf module (set_z3_leaf_modules / "
-        "zero_optimization.leaf_module) so that it is fetched as one unit.",
+        "Rank 0 and rank {} recorded different traces in the same pass (a `when: {{rank: ...}}` "
+        "branch), and the agreement check of the next reset_step compares them.\n",
         diverging->rank);
+    const Collective& mine = ref.collectives[first];
+    const Collective& theirs = diverging->collectives[first];
+    size_t k = 0;
+    while (k < a.size() && k < b.size() && a[k] == b[k]) {
+      ++k;
+    }
+    if (mine.kind == CollectiveKind::AgreeModules && k < mine.modules.size() &&
+        k < theirs.modules.size()) {
+      failure.explanation += fmt::format(
+          "- At trace step {} rank 0 ran '{}' (module id {}) and rank {} ran '{}' (module id "
+          "{}).\n",
+          k, module_label(scenario, mine.modules[k]), a[k], diverging->rank,
+          module_label(scenario, theirs.modules[k]), b[k]);
+    } else if (k < a.size() && k < b.size()) {
+      failure.explanation +=
+          fmt::format("- The lists first differ at position {}: rank 0 has {}, rank {} has {}.\n",
+                      k, a[k], diverging->rank, b[k]);
+    } else {
+      failure.explanation += fmt::format("- Rank 0 recorded {} entries, rank {} recorded {}.\n",
+                                         a.size(), diverging->rank, b.size());
+    }
+    failure.explanation += first_different_fetch(scenario, ref.collectives, 0,
+                                                 diverging->collectives, diverging->rank, first);
+    failure.explanation +=
+        "- assert_ints_same_as_other_ranks raises on the ranks whose list differs from rank "
+        "0's; the other ranks go on to their next collective and wait there until the backend's "
+        "timeout (NCCL's, or gloo's).\n";
   } else {
     outcome.kind = OutcomeKind::Hang;
     const std::string_view mine =
@@ -152,12 +240,26 @@ Outcome compare_ranks(std::vector<RankRun>& runs) {
         "ranks diverge at collective #{}: rank 0 issues {}, rank {} issues {} (DeepSpeed hangs "
         "here until the NCCL/gloo timeout)",
         first, mine, diverging->rank, theirs);
-    failure.explanation =
-        "The ranks issue different collectives, so each waits for the others forever. In "
-        "COMPLETE mode a rank-dependent module order invalidates the trace on some ranks only; "
-        "those ranks then run the agreement checks at the next reset and the others do not "
-        "(semantics 10.15). Make the subtree a z3 leaf so that every rank fetches the same "
-        "parameters.";
+    const Collective* at_ref = first < ref.collectives.size() ? &ref.collectives[first] : nullptr;
+    const Collective* at_div =
+        first < diverging->collectives.size() ? &diverging->collectives[first] : nullptr;
+    failure.explanation = fmt::format(
+        "The ranks issue different collectives at collective #{}:\n- rank 0 {};\n- rank {} "
+        "{}.\n",
+        first, describe(scenario, at_ref), diverging->rank, describe(scenario, at_div));
+    failure.explanation += first_different_fetch(scenario, ref.collectives, 0,
+                                                 diverging->collectives, diverging->rank, first);
+    const bool size_mismatch = at_ref != nullptr && at_div != nullptr &&
+                               at_ref->kind != CollectiveKind::AgreeModules &&
+                               !is_agreement(at_ref->kind) && !is_agreement(at_div->kind) &&
+                               payload_total(*at_ref) != payload_total(*at_div);
+    failure.explanation += fmt::format(
+        "- What the backend does: with NCCL every rank waits in its collective until the "
+        "process group's timeout, then the watchdog aborts the job; with gloo {}. Nothing after "
+        "this point runs, so no step after it has a timing.\n",
+        size_mismatch ? "the all-gathers' sizes differ, so it aborts at once with a size "
+                        "mismatch error"
+                      : "the ranks wait until gloo's timeout");
   }
   outcome.failure = failure;
   return outcome;
@@ -199,7 +301,7 @@ Outcome simulate(const model::Scenario& scenario, const Options& options, trace:
   }
   Outcome outcome;
   if (compare) {
-    outcome = compare_ranks(runs);
+    outcome = compare_ranks(scenario, runs);
   } else {
     const RankResult& r = runs.front().result;
     outcome.invalidations = r.invalidations;
@@ -216,6 +318,7 @@ Outcome simulate(const model::Scenario& scenario, const Options& options, trace:
     outcome.stats.events += runs[i].result.stats.events;
   }
   outcome.warnings = runs.front().result.warnings;
+  outcome.invalidation_details = runs.front().result.invalidation_details;
   for (const RankRun& run : runs) {
     for (const Hazard& h : run.result.hazards) {
       if (outcome.hazards.size() < Outcome::kMaxHazards) {

@@ -63,12 +63,30 @@ struct Hazard {
   int32_t micro_step = 0;
 };
 
+/// One trace invalidation (semantics 3.4 #1, #2): where the module order of a replay left the
+/// recorded one.
+struct Invalidation {
+  trace::Phase phase = trace::Phase::None;
+  int32_t rank = 0;
+  int32_t engine = 0;
+  int32_t step = 0;
+  int32_t micro_step = 0;
+  int32_t trace_step = 0;
+  model::ModuleIndex found = model::kNone;     ///< the module whose forward ran
+  model::ModuleIndex expected = model::kNone;  ///< the trace's module there; none: trace shorter
+  int32_t trace_length = 0;                    ///< modules in the recorded trace
+  trace::Phase recorded_phase = trace::Phase::None;  ///< the pass the trace was recorded in
+};
+
 struct Outcome {
   OutcomeKind kind = OutcomeKind::Pass;
   int64_t invalidations = 0;
   std::optional<Failure> failure;
   RunStats stats;
   std::vector<std::string> warnings;  ///< log_trace_cache_warnings texts (rank 0, at most 100)
+  /// The first invalidations of rank 0, in simulation order, for their explanation.
+  std::vector<Invalidation> invalidation_details;
+  static constexpr size_t kMaxInvalidationDetails = 10;
   /// The first undiscovered access of each (module, parameter), in simulation order, every
   /// simulated rank (at most kMaxHazards).
   std::vector<Hazard> hazards;

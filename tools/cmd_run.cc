@@ -342,6 +342,10 @@ int run(const RunOptions& options) {
       SummaryTextOptions text_options;
       text_options.per_module = options.per_module;
       text_options.module_rows = options.all_modules ? 0 : text_options.module_rows;
+      if (outcome.kind == sim::OutcomeKind::Hang ||
+          outcome.kind == sim::OutcomeKind::RankDivergence) {
+        text_options.last_step = outcome.failure->step;
+      }
       if (step_log) {
         const StepSource steps = [&](const std::function<void(const sim::StepSummary&)>& visit) {
           step_log->for_each(visit);

@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/explain.h"
 #include "tools/human_units.h"
 #include "tools/terminal_colour.h"
 #include "trace/names.h"
@@ -152,6 +153,20 @@ std::string outcome_text(const model::Scenario& scenario, sim::Discovery discove
   for (const std::string& warning : outcome.warnings) {
     out += fmt::format("{} {}\n", paint("warning:", Colour::Warning, colour), warning);
   }
+  if (!outcome.invalidation_details.empty()) {
+    out += fmt::format("\n{}{}\n", paint("why the trace was invalidated:", Colour::Heading, colour),
+                       outcome.warnings.empty() ? " (DeepSpeed logs a warning for each only with "
+                                                  "log_trace_cache_warnings: true)"
+                                                : "");
+    for (const sim::Invalidation& at : outcome.invalidation_details) {
+      out += sim::explain_invalidation(scenario, at);
+    }
+    if (outcome.invalidations > static_cast<int64_t>(outcome.invalidation_details.size())) {
+      out += fmt::format(
+          "- and {} more.\n",
+          outcome.invalidations - static_cast<int64_t>(outcome.invalidation_details.size()));
+    }
+  }
   if (outcome.failure) {
     // A bare `assert` raises an AssertionError whose message is empty (the JSON keeps it so).
     const std::string& message = outcome.failure->message;
@@ -189,6 +204,11 @@ nlohmann::ordered_json outcome_json(const model::Scenario& scenario, sim::Discov
                     {"trace_step", f.trace_step}};
   }
   j["warnings"] = outcome.warnings;
+  nlohmann::ordered_json invalidations = nlohmann::ordered_json::array();
+  for (const sim::Invalidation& at : outcome.invalidation_details) {
+    invalidations.push_back(sim::explain_invalidation(scenario, at));
+  }
+  j["invalidation_explanations"] = invalidations;
   const sim::RunStats& s = outcome.stats;
   j["stats"] = {{"events", s.events},
                 {"passes", s.passes},

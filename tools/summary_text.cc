@@ -24,7 +24,12 @@ void format_summary(const std::function<void(std::string_view)>& emit,
   auto it = std::back_inserter(out);
   fmt::format_to(it, "# {:>4} {:>5} {:>11} {:>11} {:>12} {:>7} {:>10} {:>10}\n", "step", "rank",
                  "step_time", "compute", "exposed_comm", "gathers", "gathered", "peak_live");
+  bool cut = false;
   steps([&](const sim::StepSummary& s) {
+    if (s.step > options.last_step) {
+      cut = true;
+      return;
+    }
     fmt::format_to(it, "  {:>4} {:>5} {:>11} {:>11} {:>12} {:>7} {:>10} {:>10}\n", s.step, s.rank,
                    human_duration(s.step_ns), human_duration(s.compute_ns),
                    human_duration(s.exposed_comm_ns), s.gathers, human_bytes(s.gathered_bytes),
@@ -34,9 +39,16 @@ void format_summary(const std::function<void(std::string_view)>& emit,
       out.clear();
     }
   });
-  fmt::format_to(it, "# end {}, exposed communication {}, peak live parameters {}\n",
-                 human_duration(summary.end_ns), human_duration(summary.exposed_comm_ns),
-                 human_bytes(summary.peak_live_bytes));
+  if (cut) {
+    fmt::format_to(it,
+                   "# later steps and the run's totals left out: the ranks diverge in step {}, "
+                   "and nothing after that runs\n",
+                   options.last_step);
+  } else {
+    fmt::format_to(it, "# end {}, exposed communication {}, peak live parameters {}\n",
+                   human_duration(summary.end_ns), human_duration(summary.exposed_comm_ns),
+                   human_bytes(summary.peak_live_bytes));
+  }
   if (!options.per_module) {
     emit(std::string_view(out.data(), out.size()));
     return;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <string>
@@ -15,6 +16,9 @@ struct SummaryTextOptions {
   bool per_module = false;  ///< add the per-module table of each rank
   /// Rows of the per-module table (the modules with the most exposed communication); 0: all.
   size_t module_rows = 20;
+  /// The step table stops after this optimizer step, and the run totals are left out: the
+  /// ranks diverged in it, so nothing after it runs (the simulation ran each rank on).
+  int64_t last_step = INT64_MAX;
 };
 
 /// One row per (step, rank): step time, compute, exposed communication, gathers, gathered

@@ -206,6 +206,61 @@ std::optional<Remedy> lower_persistence(const model::Scenario& scenario, Discove
   return remedy;
 }
 
+bool calls_by_rank(const std::vector<model::Op>& ops) {
+  for (const model::Op& op : ops) {
+    if ((op.kind == model::Op::Kind::Call && !op.when.ranks.empty()) || calls_by_rank(op.body)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Making the module whose forward calls children by rank a z3 leaf: every rank then fetches the
+// whole subtree as one unit, whichever child it runs.
+std::optional<Remedy> leaf_by_rank(const model::Scenario& scenario, Discovery discovery,
+                                   Resimulator& resimulator) {
+  for (size_t i = 0; i < scenario.modules.size(); ++i) {
+    const model::ModuleSpec& spec = scenario.modules[i];
+    if (spec.leaf || !calls_by_rank(spec.forward)) {
+      continue;
+    }
+    model::Scenario changed = scenario;
+    changed.modules[i].leaf = true;
+    std::optional<Outcome> outcome = resimulator.run(changed, discovery);
+    if (!passes(outcome)) {
+      continue;
+    }
+    // set_z3_leaf_modules marks every module of the class: only a class of its own marks just
+    // the module that was re-simulated; otherwise the config names it.
+    const bool own_class =
+        !spec.class_name.empty() && std::count_if(scenario.modules.begin(), scenario.modules.end(),
+                                                  [&](const model::ModuleSpec& s) {
+                                                    return s.class_name == spec.class_name;
+                                                  }) == 1;
+    if (!own_class && spec.qualified_name.empty()) {
+      continue;  // a class-less root has no name to give leaf_module
+    }
+    const std::string name =
+        spec.qualified_name.empty() ? "the root" : "'" + spec.qualified_name + "'";
+    Remedy remedy;
+    remedy.kind = Remedy::Kind::Code;
+    remedy.advice = fmt::format(
+        "make {} a z3 leaf module: its forward calls different children on different ranks, "
+        "and a leaf's whole subtree is fetched as one unit on every rank:\n",
+        name);
+    remedy.advice += own_class
+                         ? fmt::format("      deepspeed.utils.set_z3_leaf_modules(model, [{}])\n",
+                                       spec.class_name)
+                         : fmt::format(
+                               "      \"zero_optimization\": {{\"leaf_module\": {{\"names\": "
+                               "[\"{}\"]}}}}  (ds_config)\n",
+                               spec.qualified_name);
+    remedy.outcome = std::move(*outcome);
+    return remedy;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string python_module_path(const model::Scenario& scenario, ModuleIndex m) {
@@ -255,6 +310,11 @@ std::vector<Remedy> verified_remedies(const model::Scenario& scenario, const Opt
     }
     if (registered) {
       remedies.push_back(std::move(*registered));
+    }
+  }
+  if (outcome.kind == OutcomeKind::RankDivergence || outcome.kind == OutcomeKind::Hang) {
+    if (std::optional<Remedy> r = leaf_by_rank(scenario, options.discovery, resimulator)) {
+      remedies.push_back(std::move(*r));
     }
   }
   return remedies;

@@ -5,6 +5,14 @@
 include(${CMAKE_CURRENT_LIST_DIR}/../golden_files.cmake)
 execute_process(COMMAND ${ZFETCH} run ${ARGS}
                 RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
+# LAST_STEP: the ranks diverge in that step, so the step table stops there (no timing after it).
+if(DEFINED LAST_STEP)
+  math(EXPR next "${LAST_STEP} + 1")
+  if(NOT out MATCHES "\n# later steps and the run's totals left out: the ranks diverge in step ${LAST_STEP},"
+     OR out MATCHES "\n +${next} +[0-9]+ ")
+    message(FATAL_ERROR "the step table does not stop after step ${LAST_STEP}:\n${out}")
+  endif()
+endif()
 string(FIND "${out}" "\nsimulated time" cut)
 if(cut GREATER -1)
   string(SUBSTRING "${out}" 0 ${cut} out)
