@@ -160,13 +160,19 @@ class ZModule(nn.Module):
         try:
             return self._zf_forward(inputs[0])
         except BaseException as exc:
-            if not hasattr(exc, "_zf_phase"):
-                try:
-                    exc._zf_phase = current_phase()
-                    exc._zf_module = self._zf["qualified"]
-                except Exception:
-                    pass
+            self._zf_tag_failure(exc)
             raise
+
+    def _zf_tag_failure(self, exc):
+        """Label a failure with the phase and module where it is raised (the innermost wins): a
+        module's forward, or a checkpoint region of this module's program, whose recompute runs in
+        the backward outside every module's forward (zfetch says recompute there too)."""
+        if not hasattr(exc, "_zf_phase"):
+            try:
+                exc._zf_phase = current_phase()
+                exc._zf_module = self._zf["qualified"]
+            except Exception:
+                pass
 
     def _zf_forward(self, h):
         spec = self._zf
@@ -250,7 +256,11 @@ class ZModule(nn.Module):
                 body = op["body"]
 
                 def region(hin, body=body):
-                    return self._zf_run(body, hin, pool, rets, _Scope(hin))
+                    try:
+                        return self._zf_run(body, hin, pool, rets, _Scope(hin))
+                    except BaseException as exc:
+                        self._zf_tag_failure(exc)
+                        raise
 
                 h = torch.utils.checkpoint.checkpoint(region, h, use_reentrant=bool(op["reentrant"]))
             else:
