@@ -96,7 +96,10 @@ TEST_SUITE("timeline") {
         {seed_scenario(), Discovery::ResidencyIndependent},
         {*loaded.scenario, Discovery::ResidentSkip},
     };
-    for (const auto& [scenario, discovery] : cases) {
+    for (const auto& each : cases) {
+      // Not a structured binding: clang 14 cannot capture one in CAPTURE's lambda.
+      const model::Scenario& scenario = each.first;
+      const Discovery discovery = each.second;
       CAPTURE(scenario.name);
       CAPTURE(format_as(discovery));
       const Run r = run(scenario, discovery);
