@@ -14,7 +14,8 @@ endif()
 if(REJECT AND dot_text MATCHES "${REJECT}")
   message(FATAL_ERROR "the DOT text matches '${REJECT}':\n${dot_text}")
 endif()
-set(png ${CMAKE_CURRENT_BINARY_DIR}/graph_${NAME}.png)
+# OUT_DIR is the build folder: a script run with -P has the source root as its current folder.
+set(png ${OUT_DIR}/graph_${NAME}.png)
 execute_process(COMMAND ${ZFETCH} graph ${SCENARIO} ${args} COMMAND ${DOT} -Tpng -o ${png}
                 RESULTS_VARIABLE codes ERROR_VARIABLE err)
 if(NOT codes STREQUAL "0;0")
