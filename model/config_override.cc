@@ -6,8 +6,8 @@
 #include <array>
 #include <charconv>
 
+#include "base/spellcheck.h"
 #include "model/limits.h"
-#include "model/spellcheck.h"
 
 namespace zfetch::model {
 
@@ -183,7 +183,7 @@ std::optional<std::string> set_config_value(Scenario& scenario, std::string_view
     return std::nullopt;
   }
   std::string message = fmt::format("unknown config key '{}'", key);
-  if (const auto suggestion = closest_word(key, std::span<const std::string_view>(kKeys))) {
+  if (const auto suggestion = base::closest_word(key, std::span<const std::string_view>(kKeys))) {
     message += fmt::format(", did you mean '{}'?", *suggestion);
   } else {
     message += "; valid keys are: ";

@@ -6,10 +6,10 @@
 #include <fmt/format.h>
 
 #include <cstdint>
-#include <optional>
-#include <span>
 #include <string_view>
 #include <type_traits>
+
+#include "base/enum_names.h"
 
 namespace zfetch::model {
 
@@ -32,17 +32,21 @@ enum class OutcomeKind : uint8_t {
 };
 
 /// resident-skip, residency-independent: the keys of an expect block and `--discovery` values.
-std::string_view format_as(Discovery discovery);
+inline constexpr base::EnumNames<Discovery::ResidencyIndependent> kDiscoveryNames(
+    "resident-skip", "residency-independent");
 /// pass, trace-invalidated, fetch-queue-mismatch, ...: the `outcome` values of expect blocks.
-std::string_view format_as(OutcomeKind kind);
+inline constexpr base::EnumNames<OutcomeKind::Error> kOutcomeNames("pass", "trace-invalidated",
+                                                                   "fetch-queue-mismatch",
+                                                                   "inflight-params",
+                                                                   "rank-divergence", "hang",
+                                                                   "not-available", "error");
 
-/// Inverses of format_as; nullopt for a name that is not in the table.
-std::optional<Discovery> parse_discovery(std::string_view name);
-std::optional<OutcomeKind> parse_outcome(std::string_view name);
-
-/// Every valid name, in enum order (for "valid values are" lists and did-you-mean).
-std::span<const std::string_view> discovery_names();
-std::span<const std::string_view> outcome_names();
+inline std::string_view format_as(Discovery discovery) {
+  return kDiscoveryNames[discovery];
+}
+inline std::string_view format_as(OutcomeKind kind) {
+  return kOutcomeNames[kind];
+}
 
 }  // namespace zfetch::model
 

@@ -26,7 +26,6 @@ constexpr std::array kInstanceKeys = {"name"sv,     "class"sv, "params"sv,   "ch
 constexpr int64_t kMaxCount = 100'000;
 constexpr size_t kMaxModules = size_t{1} << 20;
 constexpr std::array kParamKeys = {"shape"sv, "numel"sv, "dtype"sv, "frozen"sv, "tied_to"sv};
-constexpr std::array kDtypes = {"fp32"sv, "bf16"sv, "fp16"sv};
 // The largest parameter accepted (model/limits.h). The simulator computes bytes (numel * 4),
 // partitions padded to the world size, and sums of bytes over a run in int64_t; this bound keeps
 // all of them far from overflow.
@@ -427,10 +426,8 @@ void ScenarioParser::read_param(const YAML::Node& key, const YAML::Node& value,
         }
       } else if (name == "dtype") {
         dtype_given = true;
-        if (auto dtype = reader_.read_choice(field, "dtype", kDtypes)) {
-          param.dtype = *dtype == "bf16"   ? DType::Bf16
-                        : *dtype == "fp16" ? DType::Fp16
-                                           : DType::Fp32;
+        if (auto dtype = reader_.read_choice(field, "dtype", kDTypeNames.names())) {
+          param.dtype = kDTypeNames.find(*dtype).value_or(DType::Fp32);
         }
       } else if (name == "frozen") {
         frozen_given = true;

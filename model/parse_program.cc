@@ -6,8 +6,8 @@
 #include <array>
 #include <string_view>
 
+#include "base/spellcheck.h"
 #include "model/scenario_parser.h"
-#include "model/spellcheck.h"
 
 namespace zfetch::model::detail {
 

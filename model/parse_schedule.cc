@@ -152,7 +152,7 @@ void ScenarioParser::read_expectations(const Field& field) {
   for (const auto& entry : field.value) {
     // The keys are policy names, so a wrong key is reported as an unknown policy.
     const std::optional<std::string> policy =
-        reader_.read_choice({entry.first, "expect", {}}, "policy", discovery_names());
+        reader_.read_choice({entry.first, "expect", {}}, "policy", kDiscoveryNames.names());
     if (!policy) {
       continue;
     }
@@ -168,7 +168,7 @@ void ScenarioParser::read_expectations(const Field& field) {
 void ScenarioParser::read_expectation(const YAML::Node& key, const YAML::Node& value) {
   PolicyExpectation result;
   const std::string policy = key.Scalar();
-  result.policy = parse_discovery(policy).value_or(Discovery::ResidentSkip);
+  result.policy = kDiscoveryNames.find(policy).value_or(Discovery::ResidentSkip);
   Expectation& expect = result.expect;
   expect.loc = YamlReader::loc(key);
   if (!reader_.expect_map({value, policy, key})) {
@@ -181,8 +181,8 @@ void ScenarioParser::read_expectation(const YAML::Node& key, const YAML::Node& v
     const Field field{entry.second, name, entry.first};
     if (name == "outcome") {
       has_outcome = true;
-      if (const auto outcome = reader_.read_choice(field, "outcome", outcome_names())) {
-        expect.outcome = parse_outcome(*outcome).value_or(OutcomeKind::Pass);
+      if (const auto outcome = reader_.read_choice(field, "outcome", kOutcomeNames.names())) {
+        expect.outcome = kOutcomeNames.find(*outcome).value_or(OutcomeKind::Pass);
       }
     } else if (name == "phase") {
       if (const auto phase = reader_.read_choice(field, "phase", expect_phase_names())) {

@@ -2,12 +2,14 @@
 // expectations.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/enum_names.h"
 #include "model/diagnostic.h"
 #include "model/module_graph.h"
 #include "model/outcome.h"
@@ -17,15 +19,19 @@
 namespace zfetch::model {
 
 enum class DType : uint8_t { Fp32, Bf16, Fp16 };
+/// The scenario-file names of the dtypes, in DType's order.
+inline constexpr base::EnumNames<DType::Fp16> kDTypeNames("fp32", "bf16", "fp16");
+/// Bytes per element of each dtype, in DType's order.
+inline constexpr std::array<int64_t, kDTypeNames.kCount> kDTypeBytes = {4, 2, 2};
 
 /// The scenario-file name of `dtype`: fp32, bf16, fp16.
 constexpr std::string_view dtype_name(DType dtype) {
-  return dtype == DType::Bf16 ? "bf16" : dtype == DType::Fp16 ? "fp16" : "fp32";
+  return kDTypeNames[dtype];
 }
 
 /// Bytes per element of `dtype`.
 constexpr int64_t dtype_bytes(DType dtype) {
-  return dtype == DType::Fp32 ? 4 : 2;
+  return kDTypeBytes[static_cast<size_t>(dtype)];
 }
 
 /// Index of a module in Scenario::modules (file order == registration order, root is 0).

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <unordered_map>
 
-#include "model/spellcheck.h"
+#include "base/spellcheck.h"
 
 namespace zfetch::model::detail {
 
@@ -121,7 +121,7 @@ namespace {
 template <typename Word>
 std::vector<Note> suggestion_notes(SourceLoc at, std::string_view word,
                                    std::span<const Word> candidates) {
-  const std::optional<std::string> best = closest_word(word, candidates);
+  const std::optional<std::string> best = base::closest_word(word, candidates);
   if (!best) {
     return {};
   }
@@ -162,7 +162,7 @@ std::optional<std::string> YamlReader::closest(std::string_view word,
   if (!spend_suggestion_work(candidates.size())) {
     return std::nullopt;
   }
-  return closest_word(word, candidates);
+  return base::closest_word(word, candidates);
 }
 
 std::string describe_value(const YAML::Node& node) {

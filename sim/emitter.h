@@ -18,6 +18,16 @@ struct Context {
   int32_t step = 0;        ///< optimizer step over the whole schedule
   int32_t micro_step = 0;  ///< micro-step within the engine's training
   trace::Phase phase = trace::Phase::None;
+
+  /// Copies where the simulation is onto `out`: an event, or a failure that stops the run.
+  template <typename Stamped>
+  void stamp(Stamped& out) const {
+    out.rank = rank;
+    out.engine = engine;
+    out.step = step;
+    out.micro_step = micro_step;
+    out.phase = phase;
+  }
 };
 
 /// Emits events; holds nothing per event (names are views into the scenario).
@@ -37,14 +47,7 @@ class Emitter {
 
   void emit(trace::EventKind kind, ModuleIndex m = model::kNone, ParamIndex p = model::kNone,
             int32_t trace_step = -1, int64_t group = -1, Status status = Status::None) {
-    trace::Event e;
-    e.seq = seq_++;
-    e.rank = context.rank;
-    e.engine = context.engine;
-    e.step = context.step;
-    e.micro_step = context.micro_step;
-    e.phase = context.phase;
-    e.kind = kind;
+    trace::Event e = stamped(kind);
     e.trace_step = trace_step;
     if (m != model::kNone) {
       e.module_index = m;
@@ -68,20 +71,22 @@ class Emitter {
 
   /// An event with an explicit element count (trace_complete: number of queue entries).
   void emit_count(trace::EventKind kind, int64_t numel) {
-    trace::Event e;
-    e.seq = seq_++;
-    e.rank = context.rank;
-    e.engine = context.engine;
-    e.step = context.step;
-    e.micro_step = context.micro_step;
-    e.phase = context.phase;
-    e.kind = kind;
+    trace::Event e = stamped(kind);
     e.numel = numel;
     ++stats.events;
     sink_.on_event(e);
   }
 
  private:
+  // A new event of `kind` with the next seq and the context.
+  trace::Event stamped(trace::EventKind kind) {
+    trace::Event e;
+    e.seq = seq_++;
+    context.stamp(e);
+    e.kind = kind;
+    return e;
+  }
+
   const model::Scenario& scenario_;
   const ParamState& params_;
   const ModuleState& modules_;

@@ -10,6 +10,7 @@
 #include "model/scenario_writer.h"
 #include "sim/coordinator.h"
 #include "sim/ds_format.h"
+#include "trace/names.h"
 
 namespace zfetch::sim {
 namespace {
@@ -22,8 +23,7 @@ constexpr base::EnumNames<trace::Phase::Checkpoint> kPhaseWords("schedule", "for
                                                                 "schedule");
 
 std::string module_name(const model::Scenario& scenario, ModuleIndex m) {
-  const std::string& q = scenario.modules[m].qualified_name;
-  return q.empty() ? fmt::format("{} (the root)", scenario.modules[m].name) : q;
+  return std::string(trace::display_module_name(scenario.modules[m].qualified_name));
 }
 
 // Whether `p` is one of the params `m` fetches as its own (a z3 leaf: its whole subtree), not

@@ -14,11 +14,7 @@ inline Failure failure_at(const Context& where, int32_t trace_step, ModuleIndex 
   Failure failure;
   failure.message = std::move(message);
   failure.explanation = std::move(explanation);
-  failure.phase = where.phase;
-  failure.rank = where.rank;
-  failure.engine = where.engine;
-  failure.step = where.step;
-  failure.micro_step = where.micro_step;
+  where.stamp(failure);
   failure.trace_step = trace_step;
   failure.module = module;
   return failure;

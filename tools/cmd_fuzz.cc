@@ -263,7 +263,7 @@ int run(const FuzzCliOptions& options) {
   if (!parse_shard(options.shard, shard, shards)) {
     return usage_error("expected --shard K/N with 0 <= K < N, got '" + options.shard + "'");
   }
-  const std::optional<sim::Discovery> policy = model::parse_discovery(options.policy);
+  const std::optional<sim::Discovery> policy = model::kDiscoveryNames.find(options.policy);
   if (!policy) {
     return usage_error("unknown policy '" + options.policy +
                        "'; valid values are: resident-skip, residency-independent");

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/spellcheck.h"
+#include "base/spellcheck.h"
 #include "sim/simulator.h"
 #include "tools/commands.h"
 #include "tools/graph_dot.h"
@@ -50,7 +50,7 @@ int run(const GraphCliOptions& cli) {
     if (options.focus == model::kNone) {
       std::fprintf(stderr, "command line: error: unknown module '%s' for --focus",
                    cli.focus.c_str());
-      if (const auto guess = model::closest_word(cli.focus, names)) {
+      if (const auto guess = base::closest_word(cli.focus, names)) {
         std::fprintf(stderr, ", did you mean '%s'?", guess->c_str());
       }
       std::fprintf(stderr, "\n");

@@ -13,6 +13,7 @@
 
 #include "model/leaves.h"
 #include "model/persistence.h"
+#include "trace/names.h"
 
 namespace zfetch::tools {
 
@@ -36,10 +37,9 @@ std::string dot_escape(std::string_view text) {
   return out;
 }
 
-// The qualified name people know a module by; the root's is the model's name.
+// The qualified name people know a module by.
 std::string_view display_name(const model::ModuleSpec& module) {
-  return module.qualified_name.empty() ? std::string_view(module.name)
-                                       : std::string_view(module.qualified_name);
+  return trace::display_module_name(module.qualified_name);
 }
 
 // `name` relative to the module `prefix` ("" for the root), or "" when it is not inside it.

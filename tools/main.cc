@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/spellcheck.h"
+#include "base/spellcheck.h"
 #include "tools/commands.h"
 #include "tools/output_file.h"
 
@@ -46,7 +46,7 @@ bool report_unknown_subcommand(int argc, char** argv) {
     names.push_back(command.name);
   }
   std::fprintf(stderr, "command line: error: unknown subcommand '%s'", argv[1]);
-  if (const auto guess = zfetch::model::closest_word(word, names)) {
+  if (const auto guess = zfetch::base::closest_word(word, names)) {
     std::fprintf(stderr, ", did you mean '%s'?", guess->c_str());
   }
   std::fprintf(stderr, "\n");

@@ -15,8 +15,7 @@ std::string module_label(const model::Scenario& scenario, model::ModuleIndex m) 
   if (m == model::kNone) {
     return "";
   }
-  const std::string& q = scenario.modules[m].qualified_name;
-  return q.empty() ? "<root>" : q;
+  return std::string(trace::display_module_name(scenario.modules[m].qualified_name));
 }
 
 std::string_view status_word(trace::Status status) {

@@ -33,14 +33,14 @@ std::string module_label(const model::Scenario& scenario, model::ModuleIndex m) 
   if (m >= scenario.modules.size()) {
     return "?";
   }
-  return m == 0 ? "(root)" : scenario.modules[m].qualified_name;
+  return std::string(trace::display_module_name(scenario.modules[m].qualified_name));
 }
 
 // The layer a module belongs to: its name up to the first all-digit component
 // ("layers.31.self_attn.q_proj" -> "layers.31"), else its first component.
 std::string layer_of(std::string_view name) {
   if (name.empty()) {
-    return "(root)";
+    return std::string(trace::kRootModuleName);
   }
   size_t begin = 0;
   for (;;) {

@@ -61,10 +61,10 @@ std::optional<model::Scenario> load_or_report(const std::string& path,
 }
 
 std::optional<model::Discovery> discovery_or_report(const std::string& name) {
-  const std::optional<model::Discovery> discovery = model::parse_discovery(name);
+  const std::optional<model::Discovery> discovery = model::kDiscoveryNames.find(name);
   if (!discovery) {
     fmt::print(stderr, "command line: error: unknown discovery policy '{}'; valid values are: {}\n",
-               name, fmt::join(model::discovery_names(), ", "));
+               name, fmt::join(model::kDiscoveryNames.names(), ", "));
   }
   return discovery;
 }

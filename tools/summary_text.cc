@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tools/human_units.h"
+#include "trace/names.h"
 
 namespace zfetch::tools {
 
@@ -76,7 +77,7 @@ void format_summary(const std::function<void(std::string_view)>& emit,
       fmt::format_to(it, "  {:>12} {:>11} {:>7} {:>10} {:>10}  {}\n",
                      human_duration(s.exposed_comm_ns), human_duration(s.compute_ns), s.fetches,
                      human_bytes(s.gathered_bytes), human_bytes(s.prefetched_bytes),
-                     name.empty() ? "(root)" : name);
+                     trace::display_module_name(name));
     }
     if (shown < rows.size()) {
       fmt::format_to(it, "# {} more modules (--all lists them)\n", rows.size() - shown);

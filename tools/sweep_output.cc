@@ -52,8 +52,10 @@ Json cell_json(const model::Scenario& scenario, const std::vector<sim::SweepAxis
     const sim::Failure& f = *p.outcome.failure;
     j["failure"] = {
         {"phase", trace::format_as(f.phase)},
-        {"module", f.module < scenario.modules.size() ? scenario.modules[f.module].qualified_name
-                                                      : std::string()},
+        {"module",
+         f.module < scenario.modules.size()
+             ? std::string(trace::display_module_name(scenario.modules[f.module].qualified_name))
+             : std::string()},
         {"rank", f.rank},
         {"engine", f.engine},
         {"micro_step", f.micro_step},

@@ -117,23 +117,6 @@ constexpr NameIndex kKindIndex(kKindNames, 0);
 constexpr NameIndex kPhaseIndex(kPhaseNames, 0);
 constexpr NameIndex kStatusIndex(kStatusNames, 1);
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) {
-    row[j] = j;
-  }
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0U : 1U)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
-}
-
 }  // namespace
 
 std::string_view format_as(EventKind kind) {
@@ -164,21 +147,6 @@ std::span<const std::string_view> phase_names() {
 }
 std::span<const std::string_view> status_names() {
   return std::span<const std::string_view>(kStatusNames).subspan(1);
-}
-
-std::optional<std::string_view> closest_name(std::string_view word,
-                                             std::span<const std::string_view> candidates) {
-  constexpr size_t kMaxDistance = 3;
-  std::optional<std::string_view> best;
-  size_t best_distance = kMaxDistance + 1;
-  for (std::string_view candidate : candidates) {
-    const size_t distance = edit_distance(word, candidate);
-    if (distance < best_distance) {  // strict: the first of equals wins
-      best = candidate;
-      best_distance = distance;
-    }
-  }
-  return best;
 }
 
 }  // namespace zfetch::trace

@@ -30,10 +30,14 @@ std::span<const std::string_view> event_kind_names();
 std::span<const std::string_view> phase_names();
 std::span<const std::string_view> status_names();
 
-/// The name in `candidates` closest to `word` by edit distance, if within 3 (ninja's
-/// SpellcheckStringV); ties go to the first candidate so the suggestion is deterministic.
-std::optional<std::string_view> closest_name(std::string_view word,
-                                             std::span<const std::string_view> candidates);
+/// How every output names the root module. Its qualified name is "" (DeepSpeed's
+/// `named_modules()` name, which traces keep); what people read shows this instead.
+inline constexpr std::string_view kRootModuleName = "<root>";
+
+/// `qualified`, or kRootModuleName for the root ("").
+constexpr std::string_view display_module_name(std::string_view qualified) {
+  return qualified.empty() ? kRootModuleName : qualified;
+}
 
 }  // namespace zfetch::trace
 

@@ -7,6 +7,7 @@
 #include <array>
 #include <charconv>
 
+#include "base/spellcheck.h"
 #include "trace/names.h"
 #include "trace/text_format.h"
 
@@ -78,10 +79,10 @@ std::optional<OrderDirective::Type> find_directive(std::string_view line, size_t
     }
   }
   // `CHECK-NXT:`, `CHEK:`, `check:`: a directive the author meant, never a comment.
-  const bool looks_like_one =
-      word.find(' ') == std::string_view::npos && (word.find("CHECK") != std::string_view::npos ||
-                                                   word.find("check") != std::string_view::npos ||
-                                                   closest_name(word, kDirectiveNames).has_value());
+  const bool looks_like_one = word.find(' ') == std::string_view::npos &&
+                              (word.find("CHECK") != std::string_view::npos ||
+                               word.find("check") != std::string_view::npos ||
+                               base::closest_word(word, kDirectiveNames).has_value());
   if (looks_like_one && !word.empty()) {
     misspelled = std::string(word);
   }
@@ -123,7 +124,7 @@ OrderParseResult parse_order_file(std::string file, std::string_view text) {
     if (!type) {
       if (!misspelled.empty()) {
         std::string message = fmt::format("misspelled directive '{}:'", misspelled);
-        if (auto suggestion = closest_name(misspelled, kDirectiveNames)) {
+        if (auto suggestion = base::closest_word(misspelled, kDirectiveNames)) {
           message += fmt::format("; did you mean '{}:'?", *suggestion);
         }
         error(line, word_at, misspelled.size() + 1, std::move(message));
@@ -170,7 +171,7 @@ OrderParseResult parse_order_file(std::string file, std::string_view text) {
       const std::string_view value = field.substr(equals + 1);
       if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
         std::string message = fmt::format("unknown key '{}'", key);
-        if (auto suggestion = closest_name(key, kKeys)) {
+        if (auto suggestion = base::closest_word(key, kKeys)) {
           message += fmt::format("; did you mean '{}'?", *suggestion);
         }
         error(line, col, key.size(), std::move(message));
@@ -197,7 +198,7 @@ OrderParseResult parse_order_file(std::string file, std::string_view text) {
         const auto check_name = [&](bool valid, std::span<const std::string_view> names) {
           if (!valid) {
             problem = fmt::format("unknown {} '{}'", key, value);
-            if (auto suggestion = closest_name(value, names)) {
+            if (auto suggestion = base::closest_word(value, names)) {
               problem += fmt::format("; did you mean '{}'?", *suggestion);
             }
           }

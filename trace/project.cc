@@ -5,6 +5,7 @@
 
 #include <array>
 
+#include "base/spellcheck.h"
 #include "trace/names.h"
 
 namespace zfetch::trace {
@@ -202,7 +203,7 @@ std::optional<FieldMask> parse_fields(std::string_view list, std::string& error)
     }
     if (!found) {
       error = fmt::format("unknown field '{}'", name);
-      if (auto suggestion = closest_name(name, kFieldNames)) {
+      if (auto suggestion = base::closest_word(name, kFieldNames)) {
         error += fmt::format("; did you mean '{}'?", *suggestion);
       } else {
         error += fmt::format("; valid fields are: {}", fmt::join(kFieldNames, ", "));
@@ -231,7 +232,7 @@ std::optional<uint32_t> parse_kinds(std::string_view list, bool& skip_own_access
       kinds |= kind_bit(*kind);
     } else {
       error = fmt::format("unknown kind '{}'", name);
-      if (auto suggestion = closest_name(name, event_kind_names())) {
+      if (auto suggestion = base::closest_word(name, event_kind_names())) {
         error += fmt::format("; did you mean '{}'?", *suggestion);
       }
       return std::nullopt;

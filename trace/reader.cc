@@ -13,6 +13,7 @@
 #include <limits>
 #include <vector>
 
+#include "base/spellcheck.h"
 #include "io/input_file.h"
 #include "io/mapped_window.h"
 #include "trace/flat_json.h"
@@ -74,7 +75,7 @@ int find_key(const std::array<std::string_view, N>& names, std::string_view key)
 std::string unknown_name_message(std::string_view what, std::string_view name,
                                  std::span<const std::string_view> valid, bool list_valid) {
   std::string message = fmt::format("unknown {} '{}'", what, name);
-  if (auto suggestion = closest_name(name, valid)) {
+  if (auto suggestion = base::closest_word(name, valid)) {
     message += fmt::format("; did you mean '{}'?", *suggestion);
   } else if (list_valid) {
     message += fmt::format("; valid values are: {}", fmt::join(valid, ", "));

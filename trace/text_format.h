@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,11 +19,5 @@ std::string format_event(const Event& event);
 
 /// Appends the same text as format_event to `out` (no newline); allocates only if `out` grows.
 void append_event(const Event& event, fmt::memory_buffer& out);
-
-/// Parses a line written by format_event (fields in any order, separated by spaces or tabs).
-/// Names in the result are views into `line`, or into `scratch` when a quoted name had to be
-/// unescaped; both must outlive the event. On failure returns nullopt and sets `error`
-/// (e.g. "unknown key 'modul'; did you mean 'module'?").
-std::optional<Event> parse_event(std::string_view line, std::string& scratch, std::string& error);
 
 }  // namespace zfetch::trace

@@ -2,6 +2,7 @@
 #include "sim/export/slice_names.h"
 
 #include "base/enum_names.h"
+#include "trace/names.h"
 
 namespace zfetch::sim {
 
@@ -16,8 +17,7 @@ std::string_view module_display_name(const model::Scenario& scenario, model::Mod
   if (m >= scenario.modules.size()) {
     return "?";
   }
-  return m == 0 ? std::string_view(scenario.modules[0].name)
-                : std::string_view(scenario.modules[m].qualified_name);
+  return trace::display_module_name(scenario.modules[m].qualified_name);
 }
 
 std::string_view param_display_name(const model::Scenario& scenario, model::ParamIndex p) {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <optional>
 
+#include "base/enum_names.h"
 #include "model/leaves.h"
 #include "model/partition.h"
 #include "sim/timeline/timeline_json.h"
@@ -23,17 +24,8 @@ constexpr size_t index_of(Stream s) {
 }  // namespace
 
 std::string_view format_as(Stream stream) {
-  switch (stream) {
-  case Stream::Compute:
-    return "compute";
-  case Stream::Comm:
-    return "comm";
-  case Stream::H2d:
-    return "h2d";
-  case Stream::Rs:
-    return "rs";
-  }
-  return "?";
+  static constexpr base::EnumNames<Stream::ReduceScatter> kNames("compute", "comm", "h2d", "rs");
+  return kNames[stream];
 }
 
 // Everything the model keeps for one rank. Sized from the scenario when the rank is first
@@ -147,21 +139,21 @@ Timeline::RankState& Timeline::rank_state(int32_t rank) {
     ranks_.resize(r + 1);
   }
   if (!ranks_[r]) {
-    auto rs = std::make_unique<RankState>();
-    rs->rank = static_cast<int32_t>(r);
+    auto state = std::make_unique<RankState>();
+    state->rank = static_cast<int32_t>(r);
     const size_t params = scenario_.params.size();
-    rs->ready.assign(params, 0);
-    rs->resident.assign(params, 0);
-    rs->group.params.reserve(params);
+    state->ready.assign(params, 0);
+    state->resident.assign(params, 0);
+    state->group.params.reserve(params);
     if (recording_wanted()) {
-      rs->gather_slice.assign(params, RankState::RecordedSlice{});
-      rs->waited_slices.reserve(16);
+      state->gather_slice.assign(params, RankState::RecordedSlice{});
+      state->waited_slices.reserve(16);
     }
     if (options_.per_module) {
-      rs->modules.assign(scenario_.modules.size(), ModuleSummary{});
-      rs->prefetch_pending.assign(params, 0);
+      state->modules.assign(scenario_.modules.size(), ModuleSummary{});
+      state->prefetch_pending.assign(params, 0);
     }
-    ranks_[r] = std::move(rs);
+    ranks_[r] = std::move(state);
   }
   return *ranks_[r];
 }
@@ -185,119 +177,119 @@ void Timeline::record_live(const CounterSample& sample) {
   }
 }
 
-void Timeline::add_live(RankState& rs, model::ParamIndex p, int64_t bytes, Tick t) {
-  if (p < rs.resident.size()) {
-    if (rs.resident[p] != 0) {
+void Timeline::add_live(RankState& state, model::ParamIndex p, int64_t bytes, Tick t) {
+  if (p < state.resident.size()) {
+    if (state.resident[p] != 0) {
       return;
     }
-    rs.resident[p] = 1;
+    state.resident[p] = 1;
   }
-  accumulate(rs.live, bytes);
-  rs.step.peak_live_bytes = std::max(rs.step.peak_live_bytes, rs.live);
+  accumulate(state.live, bytes);
+  state.step.peak_live_bytes = std::max(state.step.peak_live_bytes, state.live);
   if (recording_wanted()) {
-    record_live({rs.rank, t, rs.live});
-    if (rs.live > rs.peak_live) {
+    record_live({state.rank, t, state.live});
+    if (state.live > state.peak_live) {
       // A new peak: remember who holds it (the flags are copied into a buffer sized once).
-      rs.peak_live = rs.live;
-      rs.peak_t = t;
-      rs.peak_resident = rs.resident;
+      state.peak_live = state.live;
+      state.peak_t = t;
+      state.peak_resident = state.resident;
     }
   }
 }
 
-void Timeline::remove_live(RankState& rs, model::ParamIndex p, int64_t bytes, Tick t) {
-  if (p < rs.resident.size()) {
-    if (rs.resident[p] == 0) {
+void Timeline::remove_live(RankState& state, model::ParamIndex p, int64_t bytes, Tick t) {
+  if (p < state.resident.size()) {
+    if (state.resident[p] == 0) {
       return;
     }
-    rs.resident[p] = 0;
+    state.resident[p] = 0;
   }
-  rs.live -= bytes;
+  state.live -= bytes;
   if (recording_wanted()) {
-    record_live({rs.rank, t, rs.live});
+    record_live({state.rank, t, state.live});
   }
 }
 
-Tick Timeline::occupy(RankState& rs, Stream stream, Tick ready, Tick dur) {
-  Tick& free = rs.free[index_of(stream)];
+Tick Timeline::occupy(RankState& state, Stream stream, Tick ready, Tick dur) {
+  Tick& free = state.free[index_of(stream)];
   const Tick start = std::max(ready, free);
   free = start;
   accumulate(free, dur);
   return start;
 }
 
-void Timeline::stall_until(RankState& rs, Tick t, model::ModuleIndex module) {
-  Tick& now = rs.free[index_of(Stream::Compute)];
+void Timeline::stall_until(RankState& state, Tick t, model::ModuleIndex module) {
+  Tick& now = state.free[index_of(Stream::Compute)];
   if (t <= now) {
     return;
   }
   const Tick stall = t - now;
   now = t;
-  accumulate(rs.step.exposed_comm_ns, stall);
-  accumulate(rs.run_exposed, stall);
-  if (options_.per_module && module < rs.modules.size()) {
-    accumulate(rs.modules[module].exposed_comm_ns, stall);
+  accumulate(state.step.exposed_comm_ns, stall);
+  accumulate(state.run_exposed, stall);
+  if (options_.per_module && module < state.modules.size()) {
+    accumulate(state.modules[module].exposed_comm_ns, stall);
   }
 }
 
-void Timeline::drain(RankState& rs, model::ModuleIndex module) {
-  Tick end = rs.free[index_of(Stream::Compute)];
-  for (Tick t : rs.free) {
+void Timeline::drain(RankState& state, model::ModuleIndex module) {
+  Tick end = state.free[index_of(Stream::Compute)];
+  for (Tick t : state.free) {
     end = std::max(end, t);
   }
-  stall_until(rs, end, module);
+  stall_until(state, end, module);
 }
 
-void Timeline::begin_step(RankState& rs, int32_t step) {
-  rs.step = StepSummary{};
-  rs.step.rank = rs.rank;
-  rs.step.step = step;
-  rs.step.start_ns = rs.free[index_of(Stream::Compute)];
-  rs.step.peak_live_bytes = rs.live;
-  rs.in_step = true;
+void Timeline::begin_step(RankState& state, int32_t step) {
+  state.step = StepSummary{};
+  state.step.rank = state.rank;
+  state.step.step = step;
+  state.step.start_ns = state.free[index_of(Stream::Compute)];
+  state.step.peak_live_bytes = state.live;
+  state.in_step = true;
   // The step's fixed cost (calibration step.fixed_ns) keeps compute busy; counted as compute,
   // so that step_ns == compute_ns + exposed_comm_ns still holds.
   if (const Tick fixed = cost_.step_fixed(); fixed > 0) {
-    occupy(rs, Stream::Compute, rs.free[index_of(Stream::Compute)], fixed);
-    accumulate(rs.step.compute_ns, fixed);
+    occupy(state, Stream::Compute, state.free[index_of(Stream::Compute)], fixed);
+    accumulate(state.step.compute_ns, fixed);
   }
 }
 
-void Timeline::end_step(RankState& rs) {
-  if (!rs.in_step) {
+void Timeline::end_step(RankState& state) {
+  if (!state.in_step) {
     return;
   }
-  rs.step.step_ns = rs.free[index_of(Stream::Compute)] - rs.step.start_ns;
-  summary_.peak_live_bytes = std::max(summary_.peak_live_bytes, rs.step.peak_live_bytes);
+  state.step.step_ns = state.free[index_of(Stream::Compute)] - state.step.start_ns;
+  summary_.peak_live_bytes = std::max(summary_.peak_live_bytes, state.step.peak_live_bytes);
   if (options_.steps != nullptr) {
-    options_.steps->on_step(rs.step);
+    options_.steps->on_step(state.step);
   } else {
-    summary_.steps.push_back(rs.step);
+    summary_.steps.push_back(state.step);
   }
   if (recording_wanted()) {
     Landmark step;
     step.kind = Landmark::Kind::Step;
-    step.rank = rs.rank;
-    step.step = rs.step.step;
-    step.start_ns = rs.step.start_ns;
-    step.end_ns = rs.step.start_ns + rs.step.step_ns;
+    step.rank = state.rank;
+    step.step = state.step.step;
+    step.start_ns = state.step.start_ns;
+    step.end_ns = state.step.start_ns + state.step.step_ns;
     record_landmark(step);
   }
-  rs.in_step = false;
+  state.in_step = false;
 }
 
-void Timeline::open_group(RankState& rs, const trace::Event& event, Slice::Kind kind, bool sync) {
-  RankState::Group& g = rs.group;
+void Timeline::open_group(RankState& state, const trace::Event& event, Slice::Kind kind, bool sync) {
+  RankState::Group& g = state.group;
   g.open = true;
   g.sync = sync;
   g.kind = event.kind;
   g.slice_kind = kind;
   g.id = event.group;
-  g.issue = rs.free[index_of(Stream::Compute)];
+  g.issue = state.free[index_of(Stream::Compute)];
   g.shard_bytes = 0;
   g.odd_shard_bytes = 0;
   g.full_bytes = 0;
-  g.module = event.module_index != trace::Event::kNoIndex ? event.module_index : rs.current_module;
+  g.module = event.module_index != trace::Event::kNoIndex ? event.module_index : state.current_module;
   g.phase = event.phase;
   g.params.clear();
 }
@@ -306,8 +298,8 @@ void Timeline::open_group(RankState& rs, const trace::Event& event, Slice::Kind 
 //   h2d (offload only): [max(issue, h2d free), + shard bytes / h2d bandwidth)
 //   comm:               [max(h2d end or issue, comm free), + all_gather(W * shard bytes))
 // With W == 1 the all-gather costs nothing and takes no comm slot (DeepSpeed skips it).
-void Timeline::flush_group(RankState& rs) {
-  RankState::Group& g = rs.group;
+void Timeline::flush_group(RankState& state) {
+  RankState::Group& g = state.group;
   if (!g.open) {
     return;
   }
@@ -320,11 +312,11 @@ void Timeline::flush_group(RankState& rs) {
   RankState::RecordedSlice recorded;
   if (offload_) {
     const Tick dur = cost_.h2d_copy(g.shard_bytes);
-    const Tick start = occupy(rs, Stream::H2d, ready, dur);
-    ready = rs.free[index_of(Stream::H2d)];
+    const Tick start = occupy(state, Stream::H2d, ready, dur);
+    ready = state.free[index_of(Stream::H2d)];
     if (recording_wanted() && dur > 0) {
       recorded.slice = {
-          Slice::Kind::H2d, Stream::H2d, g.phase,      rs.rank,       rs.step.step, start, dur,
+          Slice::Kind::H2d, Stream::H2d, g.phase,      state.rank,       state.step.step, start, dur,
           g.module,         0,           params_count, g.shard_bytes, g.issue};
       recorded.index = record_slice(recorded.slice);
     }
@@ -340,83 +332,83 @@ void Timeline::flush_group(RankState& rs) {
   }
   const Tick comm_dur = cost_.all_gather(gathered_bytes, odd_gathered_bytes, world_size_);
   if (comm_dur > 0) {
-    const Tick start = occupy(rs, Stream::Comm, ready, comm_dur);
-    ready = rs.free[index_of(Stream::Comm)];
+    const Tick start = occupy(state, Stream::Comm, ready, comm_dur);
+    ready = state.free[index_of(Stream::Comm)];
     if (recording_wanted()) {
-      recorded.slice = {g.slice_kind, Stream::Comm, g.phase, rs.rank,      rs.step.step, start,
+      recorded.slice = {g.slice_kind, Stream::Comm, g.phase, state.rank,      state.step.step, start,
                         comm_dur,     g.module,     0,       params_count, g.full_bytes, g.issue};
       recorded.index = record_slice(recorded.slice);
     }
   }
   for (model::ParamIndex p : g.params) {
-    rs.ready[p] = ready;
+    state.ready[p] = ready;
     if (recording_wanted()) {
-      rs.gather_slice[p] = recorded;
+      state.gather_slice[p] = recorded;
     }
   }
   if (g.sync) {
-    stall_until(rs, ready, g.module);
+    stall_until(state, ready, g.module);
     if (recording_wanted() && recorded.index != RankState::kNoSlice) {
-      rs.waited_slices.push_back(recorded);
+      state.waited_slices.push_back(recorded);
     }
   }
 }
 
 void Timeline::on_event(const trace::Event& event) {
-  RankState& rs = rank_state(event.rank);
+  RankState& state = rank_state(event.rank);
   // A coalesced gather's events arrive back to back; anything else costs the open one.
-  const bool joins_group = rs.group.open && event.kind == rs.group.kind && event.group >= 0 &&
-                           event.group == rs.group.id;
+  const bool joins_group = state.group.open && event.kind == state.group.kind && event.group >= 0 &&
+                           event.group == state.group.id;
   if (!joins_group) {
-    flush_group(rs);
+    flush_group(state);
   }
-  if (!rs.in_step || rs.step.step != event.step) {
-    end_step(rs);
-    begin_step(rs, event.step);
+  if (!state.in_step || state.step.step != event.step) {
+    end_step(state);
+    begin_step(state, event.step);
   }
-  const Tick t = apply(rs, event, joins_group);
+  const Tick t = apply(state, event, joins_group);
   if (recording_wanted()) {
-    record_landmarks(rs, event, t);
+    record_landmarks(state, event, t);
   }
   trace::Event stamped = event;
   stamped.t_ns = t;
   next_.on_event(stamped);
 }
 
-Tick Timeline::apply(RankState& rs, const trace::Event& event, bool joins_group) {
+Tick Timeline::apply(RankState& state, const trace::Event& event, bool joins_group) {
   using trace::EventKind;
-  const Tick& now = rs.free[index_of(Stream::Compute)];
+  const Tick& now = state.free[index_of(Stream::Compute)];
   switch (event.kind) {
   case EventKind::Fetch:
-    rs.current_module = event.module_index;
-    if (options_.per_module && event.module_index < rs.modules.size()) {
-      ++rs.modules[event.module_index].fetches;
+    state.current_module = event.module_index;
+    if (options_.per_module && event.module_index < state.modules.size()) {
+      ++state.modules[event.module_index].fetches;
     }
     return now;
   case EventKind::Gather:
   case EventKind::Prefetch:
   case EventKind::GetterGather:
   case EventKind::PersistentGather:
-    return add_to_group(rs, event, joins_group);
+    return add_to_group(state, event, joins_group);
   case EventKind::Wait:
-    wait_for_param(rs, event);
+    wait_for_param(state, event);
     return now;
   case EventKind::Compute:
-    return compute(rs, event);
+    return compute(state, event);
   case EventKind::BackwardPost:
-    reduce_scatter(rs, event);
+    reduce_scatter(state, event);
     return now;
   case EventKind::Release:
   case EventKind::PartitionAll:
-    release_param(rs, event);
+    release_param(state, event);
     return now;
   case EventKind::OptimizerStep:
     // The optimizer needs every reduced gradient; DeepSpeed synchronizes its streams here.
-    drain(rs, model::kNone);
-    rs.step.optimizer_step = true;
+    drain(state, model::kNone);
+    state.step.optimizer_step = true;
     return now;
   case EventKind::Restart:
-    restart(rs);
+    restart(state);
     return now;
   default:
     return now;
@@ -424,7 +416,7 @@ Tick Timeline::apply(RankState& rs, const trace::Event& event, bool joins_group)
 }
 
 // A gather event joins the open coalesced gather (or opens one); it is costed by flush_group.
-Tick Timeline::add_to_group(RankState& rs, const trace::Event& event, bool joins_group) {
+Tick Timeline::add_to_group(RankState& state, const trace::Event& event, bool joins_group) {
   using trace::EventKind;
   const model::ParamIndex p = event.param_index;
   const bool known_param = p < full_bytes_.size();
@@ -436,10 +428,10 @@ Tick Timeline::add_to_group(RankState& rs, const trace::Event& event, bool joins
                                  : Slice::Kind::PersistentGather;
     const bool sync =
         event.kind == EventKind::GetterGather || event.kind == EventKind::PersistentGather;
-    open_group(rs, event, kind, sync);
-    ++rs.step.gathers;
+    open_group(state, event, kind, sync);
+    ++state.step.gathers;
   }
-  RankState::Group& g = rs.group;
+  RankState::Group& g = state.group;
   int64_t full = event.bytes > 0 ? event.bytes : 0;
   int64_t shard = full;
   if (known_param) {
@@ -456,58 +448,58 @@ Tick Timeline::add_to_group(RankState& rs, const trace::Event& event, bool joins
   }
   accumulate(g.shard_bytes, shard);
   accumulate(g.full_bytes, full);
-  ++rs.step.gathered_params;
-  accumulate(rs.step.gathered_bytes, full);
+  ++state.step.gathered_params;
+  accumulate(state.step.gathered_bytes, full);
   if (options_.per_module && !g.sync) {
     if (g.slice_kind == Slice::Kind::Prefetch && known_param) {
       // Charged when the module it was prefetched for waits on it.
-      accumulate(rs.prefetch_pending[p], full);
-    } else if (g.module < rs.modules.size()) {
-      accumulate(rs.modules[g.module].gathered_bytes, full);
+      accumulate(state.prefetch_pending[p], full);
+    } else if (g.module < state.modules.size()) {
+      accumulate(state.modules[g.module].gathered_bytes, full);
     }
   }
-  add_live(rs, known_param ? p : model::kNone, full, g.issue);
+  add_live(state, known_param ? p : model::kNone, full, g.issue);
   return g.issue;
 }
 
-void Timeline::wait_for_param(RankState& rs, const trace::Event& event) {
+void Timeline::wait_for_param(RankState& state, const trace::Event& event) {
   const model::ParamIndex p = event.param_index;
   if (p >= full_bytes_.size()) {
     return;
   }
   const model::ModuleIndex m =
-      event.module_index != trace::Event::kNoIndex ? event.module_index : rs.current_module;
-  stall_until(rs, rs.ready[p], m);
-  if (options_.per_module && rs.prefetch_pending[p] > 0 && m < rs.modules.size()) {
-    accumulate(rs.modules[m].prefetched_bytes, rs.prefetch_pending[p]);
-    rs.prefetch_pending[p] = 0;
+      event.module_index != trace::Event::kNoIndex ? event.module_index : state.current_module;
+  stall_until(state, state.ready[p], m);
+  if (options_.per_module && state.prefetch_pending[p] > 0 && m < state.modules.size()) {
+    accumulate(state.modules[m].prefetched_bytes, state.prefetch_pending[p]);
+    state.prefetch_pending[p] = 0;
   }
   // The next compute slice waited for this gather (once, however many of its params it waits on).
   if (recording_wanted()) {
-    const RankState::RecordedSlice& gather = rs.gather_slice[p];
+    const RankState::RecordedSlice& gather = state.gather_slice[p];
     const bool seen =
-        std::any_of(rs.waited_slices.begin(), rs.waited_slices.end(),
+        std::any_of(state.waited_slices.begin(), state.waited_slices.end(),
                     [&](const RankState::RecordedSlice& w) { return w.index == gather.index; });
     if (gather.index != RankState::kNoSlice && !seen) {
-      rs.waited_slices.push_back(gather);
+      state.waited_slices.push_back(gather);
     }
   }
 }
 
-Tick Timeline::compute(RankState& rs, const trace::Event& event) {
-  Tick& now = rs.free[index_of(Stream::Compute)];
+Tick Timeline::compute(RankState& state, const trace::Event& event) {
+  Tick& now = state.free[index_of(Stream::Compute)];
   const Tick dur = cost_.compute(event.module_index, event.phase);
   const Tick t = now;
   accumulate(now, dur);
-  accumulate(rs.step.compute_ns, dur);
-  if (options_.per_module && event.module_index < rs.modules.size()) {
-    accumulate(rs.modules[event.module_index].compute_ns, dur);
+  accumulate(state.step.compute_ns, dur);
+  if (options_.per_module && event.module_index < state.modules.size()) {
+    accumulate(state.modules[event.module_index].compute_ns, dur);
   }
   if (recording_wanted()) {
     const Slice slice{Slice::Kind::Compute,
                       Stream::Compute,
                       event.phase,
-                      rs.rank,
+                      state.rank,
                       event.step,
                       t,
                       dur,
@@ -516,74 +508,74 @@ Tick Timeline::compute(RankState& rs, const trace::Event& event) {
                       0,
                       0};
     const uint64_t to = record_slice(slice);
-    for (const RankState::RecordedSlice& from : rs.waited_slices) {
+    for (const RankState::RecordedSlice& from : state.waited_slices) {
       for (RecordingSink* r : recorders_) {
         r->on_flow(from.index, from.slice, to, slice);
       }
     }
-    rs.waited_slices.clear();
+    state.waited_slices.clear();
   }
   return t;
 }
 
-// The module's gradients are reduced on the rs stream; compute does not wait for it.
-void Timeline::reduce_scatter(RankState& rs, const trace::Event& event) {
+// The module's gradients are reduced on the reduce-scatter stream; compute does not wait for it.
+void Timeline::reduce_scatter(RankState& state, const trace::Event& event) {
   const model::ModuleIndex m = event.module_index;
   const int64_t bytes = m < rs_bytes_.size() ? rs_bytes_[m] : 0;
   const Tick dur = cost_.reduce_scatter(bytes, world_size_);
   if (dur <= 0) {
     return;
   }
-  const Tick start = occupy(rs, Stream::Rs, rs.free[index_of(Stream::Compute)], dur);
-  accumulate(rs.step.reduce_scattered_bytes, bytes);
+  const Tick start = occupy(state, Stream::ReduceScatter, state.free[index_of(Stream::Compute)], dur);
+  accumulate(state.step.reduce_scattered_bytes, bytes);
   if (recording_wanted()) {
-    record_slice({Slice::Kind::ReduceScatter, Stream::Rs, event.phase, rs.rank, event.step, start,
+    record_slice({Slice::Kind::ReduceScatter, Stream::ReduceScatter, event.phase, state.rank, event.step, start,
                   dur, m, 0, 0, bytes});
   }
 }
 
-void Timeline::release_param(RankState& rs, const trace::Event& event) {
+void Timeline::release_param(RankState& state, const trace::Event& event) {
   const model::ParamIndex p = event.param_index;
   const bool known_param = p < full_bytes_.size();
   if (options_.per_module && known_param) {
-    charge_unused_prefetch(rs, p);
+    charge_unused_prefetch(state, p);
   }
-  remove_live(rs, known_param ? p : model::kNone,
+  remove_live(state, known_param ? p : model::kNone,
               known_param ? full_bytes_[p] : std::max<int64_t>(0, event.bytes),
-              rs.free[index_of(Stream::Compute)]);
+              state.free[index_of(Stream::Compute)]);
 }
 
 // The engine is destroyed: every gathered parameter is freed.
-void Timeline::restart(RankState& rs) {
-  std::fill(rs.resident.begin(), rs.resident.end(), uint8_t{0});
-  rs.live = 0;
+void Timeline::restart(RankState& state) {
+  std::fill(state.resident.begin(), state.resident.end(), uint8_t{0});
+  state.live = 0;
   if (recording_wanted()) {
-    record_live({rs.rank, rs.free[index_of(Stream::Compute)], 0});
+    record_live({state.rank, state.free[index_of(Stream::Compute)], 0});
   }
 }
 
-void Timeline::charge_unused_prefetch(RankState& rs, model::ParamIndex p) {
+void Timeline::charge_unused_prefetch(RankState& state, model::ParamIndex p) {
   const model::ModuleIndex owner = scenario_.params[p].owner;
-  if (rs.prefetch_pending[p] > 0 && owner < rs.modules.size()) {
-    accumulate(rs.modules[owner].prefetched_bytes, rs.prefetch_pending[p]);
+  if (state.prefetch_pending[p] > 0 && owner < state.modules.size()) {
+    accumulate(state.modules[owner].prefetched_bytes, state.prefetch_pending[p]);
   }
-  rs.prefetch_pending[p] = 0;
+  state.prefetch_pending[p] = 0;
 }
 
-void Timeline::record_landmarks(RankState& rs, const trace::Event& event, Tick t) {
+void Timeline::record_landmarks(RankState& state, const trace::Event& event, Tick t) {
   using trace::EventKind;
   using trace::Phase;
   if (event.kind == EventKind::PassStart) {
-    ++rs.passes;
+    ++state.passes;
   }
-  const Tick now = rs.free[index_of(Stream::Compute)];
+  const Tick now = state.free[index_of(Stream::Compute)];
   Landmark mark;
   mark.phase = event.phase;
-  mark.rank = rs.rank;
+  mark.rank = state.rank;
   mark.engine = event.engine;
   mark.step = event.step;
   mark.micro_step = event.micro_step;
-  mark.pass = rs.passes - 1;
+  mark.pass = state.passes - 1;
   mark.trace_step = event.trace_step;
   mark.module = event.module_index;
   mark.start_ns = t;
@@ -591,7 +583,7 @@ void Timeline::record_landmarks(RankState& rs, const trace::Event& event, Tick t
 
   const bool training =
       event.phase == Phase::Fwd || event.phase == Phase::Bwd || event.phase == Phase::Recompute;
-  const bool in_pass = rs.passes > 0 && (training || event.phase == Phase::Eval);
+  const bool in_pass = state.passes > 0 && (training || event.phase == Phase::Eval);
   const auto extend = [&](RankState::Span& span, bool belongs, std::array<int32_t, 3> key,
                           Landmark::Kind kind) {
     if (!belongs) {
@@ -609,10 +601,10 @@ void Timeline::record_landmarks(RankState& rs, const trace::Event& event, Tick t
     }
     span.mark.end_ns = std::max(span.mark.end_ns, now);
   };
-  extend(rs.spans[0], training, {event.engine, event.step, event.micro_step},
+  extend(state.spans[0], training, {event.engine, event.step, event.micro_step},
          Landmark::Kind::MicroStep);
-  extend(rs.spans[1], in_pass, {rs.passes, 0, 0}, Landmark::Kind::Pass);
-  extend(rs.spans[2], event.phase != Phase::None, {static_cast<int32_t>(event.phase), rs.passes, 0},
+  extend(state.spans[1], in_pass, {state.passes, 0, 0}, Landmark::Kind::Pass);
+  extend(state.spans[2], event.phase != Phase::None, {static_cast<int32_t>(event.phase), state.passes, 0},
          Landmark::Kind::Phase);
 
   std::optional<Landmark::Kind> point;
@@ -646,8 +638,8 @@ void Timeline::record_landmarks(RankState& rs, const trace::Event& event, Tick t
   }
 }
 
-void Timeline::close_spans(RankState& rs) {
-  for (RankState::Span& span : rs.spans) {
+void Timeline::close_spans(RankState& state) {
+  for (RankState::Span& span : state.spans) {
     if (span.open) {
       record_landmark(span.mark);
       span.open = false;
@@ -660,40 +652,40 @@ void Timeline::finish() {
     return;
   }
   finished_ = true;
-  for (const std::unique_ptr<RankState>& rs : ranks_) {
-    if (!rs) {
+  for (const std::unique_ptr<RankState>& state : ranks_) {
+    if (!state) {
       continue;
     }
-    flush_group(*rs);
-    if (rs->in_step) {
-      drain(*rs, model::kNone);
+    flush_group(*state);
+    if (state->in_step) {
+      drain(*state, model::kNone);
     }
-    end_step(*rs);
+    end_step(*state);
     if (recording_wanted()) {
-      close_spans(*rs);
+      close_spans(*state);
       LivePeak peak;
-      peak.t_ns = rs->peak_t;
-      peak.live_bytes = rs->peak_live;
-      for (model::ParamIndex p = 0; p < rs->peak_resident.size(); ++p) {
-        if (rs->peak_resident[p] != 0) {
+      peak.t_ns = state->peak_t;
+      peak.live_bytes = state->peak_live;
+      for (model::ParamIndex p = 0; p < state->peak_resident.size(); ++p) {
+        if (state->peak_resident[p] != 0) {
           peak.params.push_back(p);
         }
       }
       for (RecordingSink* r : recorders_) {
-        r->on_peak(rs->rank, peak);
+        r->on_peak(state->rank, peak);
       }
     }
     if (options_.per_module) {
-      for (model::ParamIndex p = 0; p < rs->prefetch_pending.size(); ++p) {
-        charge_unused_prefetch(*rs, p);
+      for (model::ParamIndex p = 0; p < state->prefetch_pending.size(); ++p) {
+        charge_unused_prefetch(*state, p);
       }
     }
-    summary_.end_ns = std::max(summary_.end_ns, rs->free[index_of(Stream::Compute)]);
+    summary_.end_ns = std::max(summary_.end_ns, state->free[index_of(Stream::Compute)]);
     summary_.overflowed = overflowed_;
-    summary_.exposed_comm_ns = std::max(summary_.exposed_comm_ns, rs->run_exposed);
+    summary_.exposed_comm_ns = std::max(summary_.exposed_comm_ns, state->run_exposed);
     if (options_.per_module) {
-      summary_.ranks.push_back(rs->rank);
-      summary_.modules.push_back(rs->modules);
+      summary_.ranks.push_back(state->rank);
+      summary_.modules.push_back(state->modules);
     }
   }
   // Steps were appended as each rank moved on; report them by (step, rank).

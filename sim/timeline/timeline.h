@@ -18,10 +18,10 @@ namespace zfetch::sim {
 
 /// The GPU streams of one rank. Each runs one operation at a time, in issue order.
 enum class Stream : uint8_t {
-  Compute,  ///< module computation; "now" of a rank is when this stream is free
-  Comm,     ///< all-gathers of parameters (fetch, prefetch, getter, persistent)
-  H2d,      ///< host-to-device copies of offloaded partitions, before their gather
-  Rs,       ///< reduce-scatter of gradients after each module's backward
+  Compute,        ///< module computation; "now" of a rank is when this stream is free
+  Comm,           ///< all-gathers of parameters (fetch, prefetch, getter, persistent)
+  H2d,            ///< host-to-device copies of offloaded partitions, before their gather
+  ReduceScatter,  ///< reduce-scatter of gradients after each module's backward ("rs")
 };
 inline constexpr int kStreamCount = 4;
 std::string_view format_as(Stream stream);
@@ -35,7 +35,7 @@ struct StepSummary {
   Tick start_ns = 0;         ///< compute-stream time at the step's first event
   Tick step_ns = 0;          ///< end - start; the end waits for every stream to drain
   Tick compute_ns = 0;       ///< sum of Compute durations
-  Tick exposed_comm_ns = 0;  ///< compute-stream stalls waiting on comm, h2d or rs
+  Tick exposed_comm_ns = 0;  ///< compute-stream stalls waiting on comm, h2d or reduce-scatter
   int64_t gathers = 0;       ///< collectives issued (coalesced fetch/prefetch, getter, persistent)
   int64_t gathered_params = 0;
   int64_t gathered_bytes = 0;          ///< full (unpadded) bytes of the gathered params
@@ -215,7 +215,7 @@ struct TimelineOptions {
 /// `group`) is issued at the compute stream's current time, copies offloaded shards on h2d
 /// first, then runs on comm when comm is free; `Wait` stalls compute until that gather ends;
 /// GetterGather and PersistentGather are synchronous; `Compute` advances compute;
-/// BackwardPost issues a reduce-scatter of the module's trainable gradients on rs (compute does
+/// BackwardPost issues a reduce-scatter of the module's trainable gradients on the reduce-scatter stream (compute does
 /// not wait); OptimizerStep waits for every stream. Other events take the compute time.
 ///
 /// The per-event path allocates nothing (per-param arrays are sized from the scenario when a
@@ -246,35 +246,35 @@ class Timeline final : public trace::EventSink {
   RankState& rank_state(int32_t rank);
   [[nodiscard]] bool recording_wanted() const { return !recorders_.empty(); }
   // One event's effect on its rank's streams and totals; each returns the event's time.
-  Tick apply(RankState& rs, const trace::Event& event, bool joins_group);
-  Tick add_to_group(RankState& rs, const trace::Event& event, bool joins_group);
-  void wait_for_param(RankState& rs, const trace::Event& event);
-  Tick compute(RankState& rs, const trace::Event& event);
-  void reduce_scatter(RankState& rs, const trace::Event& event);
-  void release_param(RankState& rs, const trace::Event& event);
-  void restart(RankState& rs);
+  Tick apply(RankState& state, const trace::Event& event, bool joins_group);
+  Tick add_to_group(RankState& state, const trace::Event& event, bool joins_group);
+  void wait_for_param(RankState& state, const trace::Event& event);
+  Tick compute(RankState& state, const trace::Event& event);
+  void reduce_scatter(RankState& state, const trace::Event& event);
+  void release_param(RankState& state, const trace::Event& event);
+  void restart(RankState& state);
   // The coalesced gather and the stream clock.
-  void flush_group(RankState& rs);
-  void open_group(RankState& rs, const trace::Event& event, Slice::Kind kind, bool sync);
-  void add_live(RankState& rs, model::ParamIndex p, int64_t bytes, Tick t);
-  void remove_live(RankState& rs, model::ParamIndex p, int64_t bytes, Tick t);
+  void flush_group(RankState& state);
+  void open_group(RankState& state, const trace::Event& event, Slice::Kind kind, bool sync);
+  void add_live(RankState& state, model::ParamIndex p, int64_t bytes, Tick t);
+  void remove_live(RankState& state, model::ParamIndex p, int64_t bytes, Tick t);
   /// Runs `dur` on `stream` from `ready` or when the stream is free, whichever is later;
   /// returns the start (the stream is then busy until start + dur).
-  Tick occupy(RankState& rs, Stream stream, Tick ready, Tick dur);
-  void stall_until(RankState& rs, Tick t, model::ModuleIndex module);
-  void begin_step(RankState& rs, int32_t step);
-  void end_step(RankState& rs);
-  void drain(RankState& rs, model::ModuleIndex module);
-  void charge_unused_prefetch(RankState& rs, model::ParamIndex p);
+  Tick occupy(RankState& state, Stream stream, Tick ready, Tick dur);
+  void stall_until(RankState& state, Tick t, model::ModuleIndex module);
+  void begin_step(RankState& state, int32_t step);
+  void end_step(RankState& state);
+  void drain(RankState& state, model::ModuleIndex module);
+  void charge_unused_prefetch(RankState& state, model::ParamIndex p);
   /// sum += amount, checked: an overflow saturates `sum` and sets overflowed_.
   void accumulate(int64_t& sum, int64_t amount) {
     overflowed_ = !add_exact(sum, amount) || overflowed_;
   }
   // What the recorders receive.
-  void record_landmarks(RankState& rs, const trace::Event& event, Tick t);
+  void record_landmarks(RankState& state, const trace::Event& event, Tick t);
   void record_landmark(const Landmark& landmark);
   void record_live(const CounterSample& sample);
-  void close_spans(RankState& rs);
+  void close_spans(RankState& state);
   uint64_t record_slice(const Slice& slice);
 
   const model::Scenario& scenario_;

@@ -7,23 +7,17 @@
 #include <iterator>
 #include <string_view>
 
+#include "trace/json_escape.h"
+
 namespace zfetch::sim::detail {
 
-/// Appends `text` as a quoted JSON string: escapes `"`, `\` and control bytes; other bytes
-/// (UTF-8 included) are copied.
+/// Appends `text` as a quoted JSON string, escaped as the trace writer escapes names.
 inline void append_json_string(fmt::memory_buffer& out, std::string_view text) {
   out.push_back('"');
-  for (char c : text) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (u < 0x20) {
-      fmt::format_to(std::back_inserter(out), "\\u{:04x}", static_cast<unsigned>(u));
-    } else {
-      out.push_back(c);
-    }
-  }
+  const size_t start = out.size();
+  out.resize(start + trace::max_escaped_size(text));
+  const char* end = trace::escape_json(text, out.data() + start);
+  out.resize(static_cast<size_t>(end - out.data()));
   out.push_back('"');
 }
 

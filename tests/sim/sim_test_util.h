@@ -42,11 +42,10 @@ struct Run {
   std::vector<OwnedEvent> events;
 };
 
-/// Parses `yaml` (name "input") and simulates it under `discovery`. A parse error fails the test.
-inline Run simulate_text(std::string_view yaml, Discovery discovery = Discovery::ResidentSkip) {
-  model::LoadResult loaded = model::parse_scenario_text("input", yaml);
+/// Simulates a loaded scenario under `discovery`; a diagnostic of `what` fails the test.
+inline Run simulate_loaded(model::LoadResult loaded, std::string_view what, Discovery discovery) {
   for (const model::Diagnostic& d : loaded.diagnostics) {
-    FAIL_CHECK("scenario does not parse: " << d.message);
+    FAIL_CHECK(what << " does not parse: " << d.message);
   }
   REQUIRE(loaded.scenario.has_value());
   Run run{std::move(*loaded.scenario), {}, {}};
@@ -56,6 +55,11 @@ inline Run simulate_text(std::string_view yaml, Discovery discovery = Discovery:
   run.outcome = simulate(run.scenario, options, sink);
   run.events = std::move(sink.events);
   return run;
+}
+
+/// Parses `yaml` (name "input") and simulates it under `discovery`. A parse error fails the test.
+inline Run simulate_text(std::string_view yaml, Discovery discovery = Discovery::ResidentSkip) {
+  return simulate_loaded(model::parse_scenario_text("input", yaml), "scenario", discovery);
 }
 
 /// The events of one kind, optionally restricted to an engine and micro-step (-1: any).
@@ -81,7 +85,7 @@ std::vector<std::string> lines(const Run& run, Pred keep) {
     }
     std::string line = std::string(trace::format_as(ev.e.kind));
     if (ev.e.module_id >= 0) {
-      line += fmt::format(" m={}", ev.module.empty() ? "<root>" : ev.module);
+      line += fmt::format(" m={}", trace::display_module_name(ev.module));
     }
     if (ev.e.param_id >= 0) {
       line += fmt::format(" p={}", ev.param);
@@ -101,19 +105,9 @@ namespace zfetch::sim::testing {
 /// Parses a scenario file under the source tree and simulates it.
 inline Run simulate_file(const std::string& relative_path,
                          Discovery discovery = Discovery::ResidentSkip) {
-  model::LoadResult loaded =
-      model::load_scenario_file(std::string(ZFETCH_SOURCE_DIR) + "/" + relative_path);
-  for (const model::Diagnostic& d : loaded.diagnostics) {
-    FAIL_CHECK(relative_path << " does not parse: " << d.message);
-  }
-  REQUIRE(loaded.scenario.has_value());
-  Run run{std::move(*loaded.scenario), {}, {}};
-  VectorSink sink;
-  Options options;
-  options.discovery = discovery;
-  run.outcome = simulate(run.scenario, options, sink);
-  run.events = std::move(sink.events);
-  return run;
+  return simulate_loaded(
+      model::load_scenario_file(std::string(ZFETCH_SOURCE_DIR) + "/" + relative_path),
+      relative_path, discovery);
 }
 
 }  // namespace zfetch::sim::testing

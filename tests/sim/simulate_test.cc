@@ -39,6 +39,15 @@ schedule:
                      world_size, gas, zero, model, schedule);
 }
 
+// Modules a and b with one weight each; the root calls a, then b under `when`.
+std::string a_then_b_when(std::string_view when) {
+  return fmt::format(
+      "  name: model\n  children:\n    - {{name: a, params: {{weight: [4, 4]}}}}\n"
+      "    - {{name: b, params: {{weight: [4, 4]}}}}\n  forward:\n    - call: a\n"
+      "    - call: b\n      when: {}",
+      when);
+}
+
 // Two linear children with 16-element weights, called by the default forward (own params,
 // then children in order).
 constexpr std::string_view kTwoLayers = R"(  name: model
@@ -414,16 +423,9 @@ TEST_SUITE("sim") {
   }
 
   TEST_CASE("10.15 a trace change in COMPLETE mode invalidates; the next pass re-records") {
-    const Run run = simulate_text(scenario("    log_trace_cache_warnings: true",
-                                           R"(  name: model
-  children:
-    - {name: a, params: {weight: [4, 4]}}
-    - {name: b, params: {weight: [4, 4]}}
-  forward:
-    - call: a
-    - call: b
-      when: {micro_step: 2})",
-                                           "  - train: {steps: 1}", 1, 4));
+    const Run run =
+        simulate_text(scenario("    log_trace_cache_warnings: true",
+                               a_then_b_when("{micro_step: 2}"), "  - train: {steps: 1}", 1, 4));
     CHECK(run.outcome.kind == OutcomeKind::TraceInvalidated);
     CHECK(run.outcome.invalidations == 1);
     // µ3: s0 root, s1 a, s2 b where the trace has the root's pre-backward (3.4 #2).
@@ -455,19 +457,22 @@ TEST_SUITE("sim") {
   TEST_CASE("10.15 rank divergence at a non-COMPLETE reset: the 3.4 #8 messages") {
     // a and b have no params, so the ranks' gathers agree and the first differing collective
     // is the module-id agreement at µ2's reset (RECORD -> COMPLETE).
+    // Modules a and b without params, then l with one; `a_when` and `b_when` condition the
+    // calls of a and b ("" calls it always).
+    const auto divergent = [](std::string_view a_when, std::string_view b_when, int micro_steps) {
+      const auto call = [](std::string_view name, std::string_view when) {
+        return fmt::format("    - call: {}\n", name) +
+               (when.empty() ? "" : fmt::format("      when: {}\n", when));
+      };
+      const std::string model =
+          "  name: model\n  children:\n    - {name: a}\n    - {name: b}\n"
+          "    - {name: l, params: {weight: [4, 4]}}\n  forward:\n" +
+          call("a", a_when) + call("b", b_when) + "    - call: l";
+      return simulate_text(scenario("", model, "  - train: {steps: 1}", 2, micro_steps));
+    };
     SUBCASE("list length") {
       // Rank 1 also calls b: rank 0 records [0, 1, 3, 0, 3, 1], rank 1 [0, 1, 2, 3, 0, 3, 2, 1].
-      const Run run = simulate_text(scenario("", R"(  name: model
-  children:
-    - {name: a}
-    - {name: b}
-    - {name: l, params: {weight: [4, 4]}}
-  forward:
-    - call: a
-    - call: b
-      when: {rank: 1}
-    - call: l)",
-                                             "  - train: {steps: 1}", 2, 2));
+      const Run run = divergent("", "{rank: 1}", 2);
       CHECK(run.outcome.kind == OutcomeKind::RankDivergence);
       REQUIRE(run.outcome.failure);
       CHECK(run.outcome.failure->rank == 1);
@@ -477,18 +482,7 @@ TEST_SUITE("sim") {
     }
     SUBCASE("list contents") {
       // Rank 1 calls b instead of a: [0, 1, 3, 0, 3, 1] against [0, 2, 3, 0, 3, 2].
-      const Run run = simulate_text(scenario("", R"(  name: model
-  children:
-    - {name: a}
-    - {name: b}
-    - {name: l, params: {weight: [4, 4]}}
-  forward:
-    - call: a
-      when: {rank: 0}
-    - call: b
-      when: {rank: 1}
-    - call: l)",
-                                             "  - train: {steps: 1}", 2, 2));
+      const Run run = divergent("{rank: 0}", "{rank: 1}", 2);
       CHECK(run.outcome.kind == OutcomeKind::RankDivergence);
       REQUIRE(run.outcome.failure);
       CHECK(run.outcome.failure->message ==
@@ -497,30 +491,13 @@ TEST_SUITE("sim") {
     }
     SUBCASE("a rank-dependent gather hangs before any agreement check") {
       // b has a param: rank 1's extra all-gather has no partner on rank 0 (10.15).
-      const Run run = simulate_text(scenario("", R"(  name: model
-  children:
-    - {name: a, params: {weight: [4, 4]}}
-    - {name: b, params: {weight: [4, 4]}}
-  forward:
-    - call: a
-    - call: b
-      when: {rank: 1})",
-                                             "  - train: {steps: 1}", 2, 2));
+      const Run run =
+          simulate_text(scenario("", a_then_b_when("{rank: 1}"), "  - train: {steps: 1}", 2, 2));
       CHECK(run.outcome.kind == OutcomeKind::Hang);
     }
     SUBCASE("divergence first seen in COMPLETE mode hangs") {
       // µ2 only: rank 1 invalidates and runs the agreement check at µ3's reset; rank 0 does not.
-      const Run run = simulate_text(scenario("", R"(  name: model
-  children:
-    - {name: a}
-    - {name: b}
-    - {name: l, params: {weight: [4, 4]}}
-  forward:
-    - call: a
-    - call: b
-      when: {rank: 1, micro_step: 1}
-    - call: l)",
-                                             "  - train: {steps: 1}", 2, 3));
+      const Run run = divergent("", "{rank: 1, micro_step: 1}", 3);
       CHECK(run.outcome.kind == OutcomeKind::Hang);
     }
   }

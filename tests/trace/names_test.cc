@@ -31,14 +31,5 @@ TEST_SUITE("trace") {
     CHECK_FALSE(parse_event_kind("Fetch").has_value());
     CHECK_FALSE(parse_phase("forward").has_value());
   }
-
-  TEST_CASE("names: closest_name suggests within edit distance 3, first one on a tie") {
-    CHECK(closest_name("fetc", event_kind_names()) == "fetch");
-    CHECK(closest_name("modul_pre", event_kind_names()) == "module_pre");
-    CHECK_FALSE(closest_name("completely_different", event_kind_names()).has_value());
-    // "av" is 2 edits from both AV and NA... and from IF; AV comes first.
-    CHECK(closest_name("av", status_names()) == "AV");
-  }
-
 }  // TEST_SUITE
 }  // namespace zfetch::trace

@@ -38,6 +38,29 @@ struct OwnedEvent {
   }
 };
 
+/// An event with every optional field set (a recompute gather on rank 1, engine 1).
+inline Event every_field_event() {
+  Event e;
+  e.seq = 7;
+  e.t_ns = 1500;
+  e.rank = 1;
+  e.engine = 1;
+  e.step = 0;
+  e.micro_step = 1;
+  e.phase = Phase::Recompute;
+  e.kind = EventKind::Gather;
+  e.trace_step = 6;
+  e.module_id = 5;
+  e.module = "adapter";
+  e.param_id = 3;
+  e.param = "adapter.adapter_A.weight";
+  e.status = Status::Inflight;
+  e.numel = 16;
+  e.bytes = 64;
+  e.group = 2;
+  return e;
+}
+
 /// One event of every kind, cycling through phases and statuses and setting each optional
 /// field on some of them; names include the root (""), dots, quotes and a control character.
 inline std::vector<Event> sample_events() {

@@ -23,24 +23,7 @@ TEST_SUITE("trace") {
   }
 
   TEST_CASE("writer: every optional field, in the fixed key order") {
-    Event e;
-    e.seq = 7;
-    e.t_ns = 1500;
-    e.rank = 1;
-    e.engine = 1;
-    e.step = 0;
-    e.micro_step = 1;
-    e.phase = Phase::Recompute;
-    e.kind = EventKind::Gather;
-    e.trace_step = 6;
-    e.module_id = 5;
-    e.module = "adapter";
-    e.param_id = 3;
-    e.param = "adapter.adapter_A.weight";
-    e.status = Status::Inflight;
-    e.numel = 16;
-    e.bytes = 64;
-    e.group = 2;
+    const Event e = testing::every_field_event();
     const std::string text = write_trace(sample_header(), {e});
     CHECK(text.substr(text.find('\n') + 1) ==
           "{\"seq\":7,\"t_ns\":1500,\"rank\":1,\"engine\":1,\"step\":0,\"micro_step\":1,"

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace zfetch::model {
+namespace zfetch::base {
 
 /// Levenshtein distance between `a` and `b` (insertions, deletions and replacements cost 1).
 int edit_distance(std::string_view a, std::string_view b);
@@ -19,4 +19,4 @@ std::optional<std::string> closest_word(std::string_view word,
 std::optional<std::string> closest_word(std::string_view word,
                                         std::span<const std::string> candidates);
 
-}  // namespace zfetch::model
+}  // namespace zfetch::base

@@ -1,14 +1,14 @@
 // Tests of the "did you mean" search.
-#include "model/spellcheck.h"
+#include "base/spellcheck.h"
 
 #include <doctest/doctest.h>
 
 #include <array>
 #include <string_view>
 
-namespace zfetch::model {
+namespace zfetch::base {
 
-TEST_SUITE("model") {
+TEST_SUITE("base") {
   TEST_CASE("spellcheck: edit distance counts insertions, deletions and replacements") {
     CHECK(edit_distance("", "") == 0);
     CHECK(edit_distance("call", "cal") == 1);
@@ -23,6 +23,9 @@ TEST_SUITE("model") {
     CHECK(closest_word("fp8", words) == "fp32");  // fp32 and fp16 tie at 2: the first wins
     CHECK_FALSE(closest_word("float32", words).has_value());
     CHECK_FALSE(closest_word("fp32", words).has_value());  // an exact match is no suggestion
+    // "av" is 2 edits from each of AV, NA and IF; AV comes first.
+    const std::array statuses = {"AV"sv, "NA"sv, "IF"sv};
+    CHECK(closest_word("av", statuses) == "AV");
   }
 
   TEST_CASE("spellcheck: the search skips far candidates but finds the same word") {
@@ -37,4 +40,4 @@ TEST_SUITE("model") {
   }
 }
 
-}  // namespace zfetch::model
+}  // namespace zfetch::base

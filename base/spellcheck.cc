@@ -1,12 +1,12 @@
 // Edit distance and the closest-word search behind every "did you mean" note.
-#include "model/spellcheck.h"
+#include "base/spellcheck.h"
 
 #include <algorithm>
 #include <limits>
 #include <numeric>
 #include <vector>
 
-namespace zfetch::model {
+namespace zfetch::base {
 
 namespace {
 
@@ -78,4 +78,4 @@ std::optional<std::string> closest_word(std::string_view word,
   return closest_of(word, candidates);
 }
 
-}  // namespace zfetch::model
+}  // namespace zfetch::base
