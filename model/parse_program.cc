@@ -20,8 +20,9 @@ constexpr std::array kOpKindKeys = {"call"sv, "access"sv, "checkpoint"sv, "repea
 constexpr std::array kOpKeys = {"call"sv, "access"sv, "checkpoint"sv, "repeat"sv, "returns"sv,
                                 "kind"sv, "body"sv,   "when"sv,       "input"sv,  "input_from"sv};
 constexpr std::array kCallEachKeys = {"call_each"sv, "when"sv};
-constexpr std::array kConditionKeys = {"step"sv, "micro_step"sv, "rank"sv, "engine"sv, "phase"sv};
-constexpr std::array kPhases = {"train"sv, "eval"sv};
+constexpr std::array kConditionKeys = {"step"sv,   "micro_step"sv, "rank"sv,
+                                       "engine"sv, "forward"sv,    "phase"sv};
+constexpr std::array kPhases = {"train"sv, "eval"sv, "generate"sv};
 constexpr std::array kAccessKinds = {"data"sv, "metadata"sv};
 constexpr std::array kCheckpointKeys = {"reentrant"sv};
 constexpr std::array kCallInputs = {"no_grad"sv, "forward_input"sv};
@@ -294,12 +295,15 @@ Condition ScenarioParser::read_condition(const Field& field) {
                                  : key == "micro_step" ? &condition.micro_steps
                                  : key == "rank"       ? &condition.ranks
                                  : key == "engine"     ? &condition.engines
+                                 : key == "forward"    ? &condition.forwards
                                                        : nullptr;
     if (list != nullptr) {
       *list = reader_.read_int_list(value, 0).value_or(std::vector<int64_t>{});
     } else if (key == "phase") {
       if (auto phase = reader_.read_choice(value, "phase", kPhases)) {
-        condition.phase = *phase == "train" ? Condition::Phase::Train : Condition::Phase::Eval;
+        condition.phase = *phase == "train"  ? Condition::Phase::Train
+                          : *phase == "eval" ? Condition::Phase::Eval
+                                             : Condition::Phase::Generate;
       }
     }
   }

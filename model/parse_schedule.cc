@@ -18,7 +18,10 @@ using namespace std::string_view_literals;
 
 constexpr std::array kScheduleKinds = {"train"sv,           "eval"sv,
                                        "save_checkpoint"sv, "restart"sv,
-                                       "load_checkpoint"sv, "empty_partition_cache"sv};
+                                       "load_checkpoint"sv, "empty_partition_cache"sv,
+                                       "generate"sv};
+constexpr std::array kForwardModes = {"grad"sv, "no_grad"sv, "eval"sv};
+constexpr std::array kGenerateKeys = {"tokens"sv, "encoder"sv, "training"sv};
 // An expectation names a phase a failure can happen in: every trace phase but `none`.
 std::span<const std::string_view> expect_phase_names() {
   return trace::phase_names().subspan(1);
@@ -78,7 +81,7 @@ void ScenarioParser::read_schedule_item(const YAML::Node& node,
     } else if (value.IsMap()) {
       // `overflow`: the optimizer steps (0-based within this item) that fp16 loss scaling
       // skips: params are partitioned, persistent ones are not gathered again (10.21).
-      const std::array train_keys = {count_key, "overflow"sv};
+      const std::array train_keys = {count_key, "overflow"sv, "forwards"sv};
       const std::array eval_keys = {count_key};
       if (kind == "train") {
         reader_.check_keys(value, train_keys, fmt::format("'{}'", kind));
@@ -92,6 +95,8 @@ void ScenarioParser::read_schedule_item(const YAML::Node& node,
         } else if (entry.first.Scalar() == "overflow" && kind == "train") {
           item.overflow_steps = reader_.read_int_list({entry.second, "overflow", entry.first}, 0)
                                     .value_or(std::vector<int64_t>{});
+        } else if (entry.first.Scalar() == "forwards" && kind == "train") {
+          item.forwards = read_forward_modes({entry.second, "forwards", entry.first});
         }
       }
     } else {
@@ -134,6 +139,11 @@ void ScenarioParser::read_schedule_item(const YAML::Node& node,
         }
       }
     }
+  } else if (kind == "generate") {
+    item.kind = ScheduleItem::Kind::Generate;
+    if (!bare && !read_generate(field, item)) {
+      return;
+    }
   } else {
     item.kind = ScheduleItem::Kind::EmptyPartitionCache;
     if (!bare) {
@@ -142,6 +152,76 @@ void ScenarioParser::read_schedule_item(const YAML::Node& node,
     }
   }
   scenario_.schedule.push_back(item);
+}
+
+std::vector<ForwardMode> ScenarioParser::read_forward_modes(const Field& field) {
+  std::vector<ForwardMode> modes;
+  if (!reader_.expect_seq(field)) {
+    return modes;
+  }
+  if (field.value.size() == 0) {
+    reader_.error(field.value,
+                  "'forwards' is empty; give the micro-step's root forwards, such "
+                  "as [grad, no_grad]");
+    return modes;
+  }
+  for (const YAML::Node& entry : field.value) {
+    if (const auto mode = reader_.read_choice({entry, "forwards", {}}, "forward", kForwardModes)) {
+      modes.push_back(*mode == "grad"      ? ForwardMode::Grad
+                      : *mode == "no_grad" ? ForwardMode::NoGrad
+                                           : ForwardMode::Eval);
+    }
+  }
+  return modes;
+}
+
+bool ScenarioParser::read_generate(const Field& field, ScheduleItem& item) {
+  if (field.value.IsScalar()) {
+    const std::optional<int64_t> tokens = reader_.read_int(field, 1);
+    item.steps = tokens.value_or(1);
+    return tokens.has_value();
+  }
+  if (!reader_.expect_map(field)) {
+    return false;
+  }
+  reader_.check_keys(field.value, kGenerateKeys, "'generate'");
+  for (const auto& entry : field.value) {
+    const std::string& name = entry.first.Scalar();
+    const Field value{entry.second, name, entry.first};
+    if (name == "tokens") {
+      item.steps = reader_.read_int(value, 1).value_or(1);
+    } else if (name == "training") {
+      item.training = reader_.read_bool(value).value_or(false);
+    } else if (name == "encoder" && reader_.read_string(value)) {
+      // Resolved once the model is read (the schedule is read first).
+      pending_encoders_.emplace_back(scenario_.schedule.size(), entry.second);
+    }
+  }
+  return true;
+}
+
+void ScenarioParser::resolve_generate_encoders() {
+  for (const auto& [index, node] : pending_encoders_) {
+    const std::string& path = node.Scalar();
+    const auto found = module_by_name_.find(path);
+    if (found == module_by_name_.end() || found->second == 0) {
+      std::vector<std::string> names;
+      for (const ModuleSpec& spec : scenario_.modules) {
+        if (!spec.qualified_name.empty()) {
+          names.push_back(spec.qualified_name);
+        }
+      }
+      reader_.error(node,
+                    found == module_by_name_.end()
+                        ? fmt::format("unknown module '{}' as the 'encoder' of 'generate'", path)
+                        : std::string("the 'encoder' of 'generate' is a submodule called "
+                                      "directly; the root's forwards are the generate loop's"),
+                    found == module_by_name_.end() ? reader_.did_you_mean(node, path, names)
+                                                   : std::vector<Note>{});
+      continue;
+    }
+    scenario_.schedule[index].encoder = found->second;
+  }
 }
 
 void ScenarioParser::read_expectations(const Field& field) {

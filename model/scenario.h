@@ -2,6 +2,7 @@
 // expectations.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -62,10 +63,15 @@ struct Condition {
   std::vector<int64_t> micro_steps;
   std::vector<int64_t> ranks;
   std::vector<int64_t> engines;  ///< engine generation: 0 before the first restart, 1 after, ...
-  enum class Phase : uint8_t { Any, Train, Eval } phase = Phase::Any;
+  /// The root forward's number within its micro-step (`train: {forwards: [...]}`) or its
+  /// generate loop (the token); 0 in an eval pass.
+  std::vector<int64_t> forwards;
+  /// Train: a training micro-step's forwards (grad or not); Eval: an eval pass or an `eval`
+  /// forward of a micro-step; Generate: the forwards of a `generate` item.
+  enum class Phase : uint8_t { Any, Train, Eval, Generate } phase = Phase::Any;
   [[nodiscard]] bool always() const {
     return steps.empty() && micro_steps.empty() && ranks.empty() && engines.empty() &&
-           phase == Phase::Any;
+           forwards.empty() && phase == Phase::Any;
   }
 };
 
@@ -125,6 +131,13 @@ struct ModuleSpec {
   SourceLoc loc;
 };
 
+/// How one root forward of a training micro-step runs (`train: {forwards: [...]}`).
+enum class ForwardMode : uint8_t {
+  Grad,    ///< `grad`: with grad enabled; the one backward differentiates its output
+  NoGrad,  ///< `no_grad`: under torch.no_grad(), the model in training mode (a DPO reference)
+  Eval,    ///< `eval`: model.eval() and no grad, inside the accumulation window
+};
+
 /// One entry of the schedule.
 struct ScheduleItem {
   enum class Kind : uint8_t {
@@ -133,15 +146,38 @@ struct ScheduleItem {
     SaveCheckpoint,
     Restart,
     LoadCheckpoint,
-    EmptyPartitionCache
+    EmptyPartitionCache,
+    Generate,  ///< `generate:` an encoder call, then `steps` root forwards under no_grad
   };
   Kind kind = Kind::Train;
-  int64_t steps = 1;         ///< Train: optimizer steps; Eval: forward passes
-  std::string tag;           ///< SaveCheckpoint / LoadCheckpoint
-  bool reuse_model = false;  ///< Restart: build the new engine on the same model object (A3)
+  int64_t steps = 1;  ///< Train: optimizer steps; Eval: forward passes; Generate: tokens
+  /// Train: the root forwards of each micro-step, in order, before its one backward; empty
+  /// means one `grad` forward.
+  std::vector<ForwardMode> forwards;
+  ModuleIndex encoder = kNone;  ///< Generate: the module called directly first, or kNone
+  bool training = false;        ///< Generate: the model stays in training mode
+  std::string tag;              ///< SaveCheckpoint / LoadCheckpoint
+  bool reuse_model = false;     ///< Restart: build the new engine on the same model object (A3)
   std::vector<int64_t> overflow_steps;  ///< Train: optimizer steps skipped for fp16 overflow
   SourceLoc loc;
 };
+
+/// How many root forwards `item` runs when an optimizer step has `accumulation` micro-steps.
+inline int64_t root_forwards(const ScheduleItem& item, int64_t accumulation) {
+  const auto saturating_mul = [](int64_t a, int64_t b) {
+    return a > 0 && b > INT64_MAX / a ? INT64_MAX : a * b;
+  };
+  switch (item.kind) {
+  case ScheduleItem::Kind::Train:
+    return saturating_mul(saturating_mul(std::max<int64_t>(item.steps, 0), accumulation),
+                          std::max<int64_t>(1, static_cast<int64_t>(item.forwards.size())));
+  case ScheduleItem::Kind::Eval:
+  case ScheduleItem::Kind::Generate:
+    return std::max<int64_t>(item.steps, 0);
+  default:
+    return 0;
+  }
+}
 
 /// Expected outcome of one run under one discovery policy (`expect:` block).
 struct Expectation {

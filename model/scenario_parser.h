@@ -24,6 +24,8 @@ class ScenarioParser {
   void read_schedule(const Field& field);
   /// Needs read_model first: expectations name modules.
   void read_expectations(const Field& field);
+  /// Needs read_model first: the `encoder` of each `generate` item names a module.
+  void resolve_generate_encoders();
 
  private:
   void read_module(const Field& field, ModuleIndex parent);
@@ -59,6 +61,10 @@ class ScenarioParser {
 
   void read_schedule_item(const YAML::Node& node, std::vector<std::string>& saved_tags);
   void read_expectation(const YAML::Node& key, const YAML::Node& value);
+  /// `train: {forwards: [grad, no_grad, eval]}`.
+  std::vector<ForwardMode> read_forward_modes(const Field& field);
+  /// `generate: N` or `generate: {tokens, encoder, training}`; false if nothing is usable.
+  bool read_generate(const Field& field, ScheduleItem& item);
 
   /// `prefix.name`, or `name` below the root (whose qualified name is "").
   static std::string join_name(const std::string& prefix, const std::string& name);
@@ -74,6 +80,9 @@ class ScenarioParser {
   // Lookup only (never iterated into output).
   std::unordered_map<std::string, ParamIndex> param_by_name_;
   std::unordered_map<std::string, ModuleIndex> module_by_name_;
+
+  // `generate` items' `encoder` nodes, by schedule index: resolved after the model is read.
+  std::vector<std::pair<size_t, YAML::Node>> pending_encoders_;
 
   YAML::Node templates_;
   std::vector<std::string> template_names_;

@@ -317,14 +317,34 @@ class Writer {
     line(0, "schedule:");
     for (const ScheduleItem& item : s_.schedule) {
       switch (item.kind) {
-      case ScheduleItem::Kind::Train:
-        if (item.overflow_steps.empty()) {
-          line(1, fmt::format("- train: {{steps: {}}}", item.steps));
-        } else {
-          line(1, fmt::format("- train: {{steps: {}, overflow: {}}}", item.steps,
-                              int_list(item.overflow_steps)));
+      case ScheduleItem::Kind::Train: {
+        std::string keys = fmt::format("steps: {}", item.steps);
+        if (!item.overflow_steps.empty()) {
+          keys += ", overflow: " + int_list(item.overflow_steps);
         }
+        if (!item.forwards.empty()) {
+          std::vector<std::string_view> modes;
+          for (ForwardMode mode : item.forwards) {
+            modes.push_back(mode == ForwardMode::Grad     ? "grad"
+                            : mode == ForwardMode::NoGrad ? "no_grad"
+                                                          : "eval");
+          }
+          keys += fmt::format(", forwards: [{}]", fmt::join(modes, ", "));
+        }
+        line(1, fmt::format("- train: {{{}}}", keys));
         break;
+      }
+      case ScheduleItem::Kind::Generate: {
+        std::string keys = fmt::format("tokens: {}", item.steps);
+        if (item.encoder != kNone) {
+          keys += ", encoder: " + scalar(s_.modules[item.encoder].qualified_name);
+        }
+        if (item.training) {
+          keys += ", training: true";
+        }
+        line(1, fmt::format("- generate: {{{}}}", keys));
+        break;
+      }
       case ScheduleItem::Kind::Eval:
         line(1, fmt::format("- eval: {{passes: {}}}", item.steps));
         break;
@@ -395,8 +415,13 @@ std::string condition_text(const Condition& when) {
   if (!when.engines.empty()) {
     parts.push_back("engine: " + int_list(when.engines));
   }
+  if (!when.forwards.empty()) {
+    parts.push_back("forward: " + int_list(when.forwards));
+  }
   if (when.phase != Condition::Phase::Any) {
-    parts.push_back(when.phase == Condition::Phase::Train ? "phase: train" : "phase: eval");
+    parts.push_back(when.phase == Condition::Phase::Train  ? "phase: train"
+                    : when.phase == Condition::Phase::Eval ? "phase: eval"
+                                                           : "phase: generate");
   }
   return fmt::format("{{{}}}", fmt::join(parts, ", "));
 }

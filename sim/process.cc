@@ -77,7 +77,7 @@ void Process::run_schedule() {
         const auto& skipped = item.overflow_steps;
         overflow_ = std::find(skipped.begin(), skipped.end(), s) != skipped.end();
         for (int64_t k = 0; k < scenario_.config.gradient_accumulation_steps; ++k) {
-          train_micro_step();
+          train_micro_step(item.forwards);
         }
       }
       overflow_ = false;
@@ -86,6 +86,9 @@ void Process::run_schedule() {
       for (int64_t s = 0; s < item.steps; ++s) {
         eval_pass();
       }
+      break;
+    case model::ScheduleItem::Kind::Generate:
+      generate(item);
       break;
     case model::ScheduleItem::Kind::SaveCheckpoint:
       save_checkpoint(item.tag);
@@ -232,13 +235,27 @@ void Process::check_one_trainable_dtype() {
 
 // ---- training, eval, optimizer, checkpoints (2.9-2.11) ----
 
-void Process::train_micro_step() {
-  emitter_.context.phase = Phase::Fwd;
-  eval_ = false;
-  grad_enabled_ = true;
+void Process::train_micro_step(const std::vector<model::ForwardMode>& forwards) {
   in_graph_task_ = false;
   graph_.clear();
-  const bool output_rg = call_module(0, scenario_.input_requires_grad);
+  bool output_rg = false;
+  // Several root forwards before one backward (a DPO step: the policy, then the reference
+  // under no_grad): each is a root call, so each resets the trace step (2.10); the no-grad
+  // ones add nothing to the autograd graph, and the loss is what the grad ones computed.
+  const size_t count = forwards.empty() ? 1 : forwards.size();
+  for (size_t k = 0; k < count; ++k) {
+    const model::ForwardMode mode = forwards.empty() ? model::ForwardMode::Grad : forwards[k];
+    const bool grad = mode == model::ForwardMode::Grad;
+    eval_ = mode == model::ForwardMode::Eval;
+    emitter_.context.phase = eval_ ? Phase::Eval : Phase::Fwd;
+    grad_enabled_ = grad;
+    forward_index_ = static_cast<int64_t>(k);
+    const bool rg = call_module(0, grad && scenario_.input_requires_grad);
+    output_rg = output_rg || (grad && rg);
+  }
+  eval_ = false;
+  grad_enabled_ = true;
+  forward_index_ = 0;
 
   emitter_.context.phase = Phase::Bwd;
   if (!output_rg) {
@@ -291,6 +308,31 @@ void Process::eval_pass() {
   grad_enabled_ = false;
   graph_.clear();
   call_module(0, false);
+  eval_ = false;
+}
+
+void Process::generate(const model::ScheduleItem& item) {
+  // transformers' generate() runs under torch.no_grad() and calls the model's modules
+  // directly: an encoder-decoder's encoder once (its own hooks fire; the root's
+  // _start_of_forward_hook does not, so the trace step is not reset), then the root once per
+  // token, each a pass of its own.
+  emitter_.context.phase = item.training ? Phase::Fwd : Phase::Eval;
+  eval_ = !item.training;
+  generating_ = true;
+  through_engine_ = false;
+  grad_enabled_ = false;
+  graph_.clear();
+  forward_index_ = 0;
+  if (item.encoder != model::kNone) {
+    call_module(item.encoder, false);
+  }
+  for (int64_t k = 0; k < item.steps; ++k) {
+    forward_index_ = k;
+    call_module(0, false);
+  }
+  forward_index_ = 0;
+  through_engine_ = true;
+  generating_ = false;
   eval_ = false;
 }
 

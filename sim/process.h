@@ -47,8 +47,13 @@ class Process {
   void build_engine(bool fresh_model);
   /// The optimizer's one-dtype assertion on trainable params at engine construction.
   void check_one_trainable_dtype();
-  void train_micro_step();
+  /// One micro-step: its root forwards (`forwards`; empty: one with grad), one backward, and
+  /// engine.step().
+  void train_micro_step(const std::vector<model::ForwardMode>& forwards);
   void eval_pass();
+  /// HF `generate()`: the encoder called directly, then `item.steps` root forwards under
+  /// no_grad, all outside the engine's forward.
+  void generate(const model::ScheduleItem& item);
   void optimizer_step();
   void save_checkpoint(const std::string& tag);
   void load_checkpoint(const std::string& tag);
@@ -121,6 +126,11 @@ class Process {
   bool grad_enabled_ = false;
   bool in_graph_task_ = false;
   bool eval_ = false;
+  bool generating_ = false;    ///< inside a `generate` item: `when: {phase: generate}`
+  int64_t forward_index_ = 0;  ///< the root forward's number in its micro-step or generate loop
+  /// The root is called through the engine (engine(x)); generate() calls the module itself,
+  /// so the engine's prologue and epilogue (_in_forward, 2.12) do not run.
+  bool through_engine_ = true;
   bool overflow_ = false;  ///< the current optimizer step overflows (fp16): skipped
   AutogradGraph graph_;
   ZenflowLayout zenflow_;

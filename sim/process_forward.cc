@@ -16,14 +16,19 @@ bool Process::condition_holds(const model::Condition& when) const {
   auto in = [](const std::vector<int64_t>& values, int64_t v) {
     return values.empty() || std::find(values.begin(), values.end(), v) != values.end();
   };
-  if (when.phase == model::Condition::Phase::Train && eval_) {
+  using Phase = model::Condition::Phase;
+  if (when.phase == Phase::Train && (eval_ || generating_)) {
     return false;
   }
-  if (when.phase == model::Condition::Phase::Eval && !eval_) {
+  if (when.phase == Phase::Eval && (!eval_ || generating_)) {
+    return false;
+  }
+  if (when.phase == Phase::Generate && !generating_) {
     return false;
   }
   return in(when.steps, emitter_.context.step) && in(when.micro_steps, micro_in_step_) &&
-         in(when.ranks, emitter_.context.rank) && in(when.engines, emitter_.context.engine);
+         in(when.ranks, emitter_.context.rank) && in(when.engines, emitter_.context.engine) &&
+         in(when.forwards, forward_index_);
 }
 
 ModuleIndex Process::stack_top() const {
@@ -37,7 +42,7 @@ bool Process::call_module(ModuleIndex m, bool input_rg) {
   const bool is_root = m == 0;
   if (is_root) {
     // Engine prologue, then _start_of_forward_hook (2.3, 10.17).
-    in_forward_ = true;
+    in_forward_ = through_engine_;
     micro_in_step_ = engine_micro_steps_ % scenario_.config.gradient_accumulation_steps;
     coordinator_->reset_step();
     ++emitter_.stats.passes;

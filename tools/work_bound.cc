@@ -90,11 +90,11 @@ uint64_t planned_operations(const model::Scenario& scenario) {
       static_cast<uint64_t>(std::max<int64_t>(scenario.config.gradient_accumulation_steps, 1));
   uint64_t passes = 0;
   for (const model::ScheduleItem& item : scenario.schedule) {
-    const auto steps = static_cast<uint64_t>(std::max<int64_t>(item.steps, 0));
-    passes = saturating_add(passes, item.kind == model::ScheduleItem::Kind::Train
-                                        ? saturating_mul(steps, gas)
-                                    : item.kind == model::ScheduleItem::Kind::Eval ? steps
-                                                                                   : 0);
+    // A generate item's encoder call is at most one more pass's worth of work.
+    const int64_t encoder = item.encoder != model::kNone ? 1 : 0;
+    passes = saturating_add(
+        passes, static_cast<uint64_t>(model::root_forwards(item, static_cast<int64_t>(gas))) +
+                    static_cast<uint64_t>(encoder));
   }
   return saturating_mul(std::max<uint64_t>(passes, 1), pass);
 }

@@ -112,11 +112,7 @@ bool small_enough(const Scenario& s) {
   const int64_t accumulation = s.config.gradient_accumulation_steps;
   int64_t passes = 0;
   for (const ScheduleItem& item : s.schedule) {
-    if (item.kind == ScheduleItem::Kind::Train) {
-      passes = saturating_add(passes, saturating_mul(item.steps, accumulation));
-    } else if (item.kind == ScheduleItem::Kind::Eval) {
-      passes = saturating_add(passes, item.steps);
-    }
+    passes = saturating_add(passes, zfetch::model::root_forwards(item, accumulation));
   }
   if (passes > kMaxMicroSteps) {
     return false;
