@@ -6,33 +6,14 @@
 
 #include <string>
 
-#include "diag/render.h"
+#include "tests/model/load_helpers.h"
 
 namespace zfetch::model {
 
 namespace {
 
-// Every diagnostic of parsing `text` as "input", rendered as the CLI prints it.
-std::string errors_of(const std::string& text) {
-  const LoadResult result = parse_scenario_text("input", text);
-  std::string out;
-  for (const Diagnostic& diagnostic : result.diagnostics) {
-    out += diag::render(diagnostic);
-  }
-  CHECK(result.scenario.has_value() == result.diagnostics.empty());
-  return out;
-}
-
-Scenario load_ok(const std::string& text) {
-  LoadResult result = parse_scenario_text("input", text);
-  std::string errors;
-  for (const Diagnostic& diagnostic : result.diagnostics) {
-    errors += diag::render(diagnostic);
-  }
-  INFO(errors);
-  REQUIRE(result.diagnostics.empty());
-  return std::move(*result.scenario);
-}
+using testing::errors_of;
+using testing::load_ok;
 
 const char* const kTail = R"(model:
   name: m

@@ -5,37 +5,19 @@
 
 #include <string>
 
-#include "diag/render.h"
 #include "model/load.h"
 #include "model/scenario_writer.h"
 #include "sim/explore/event_digest.h"
 #include "sim/simulator.h"
+#include "tests/model/load_helpers.h"
 #include "trace/sink.h"
 
 namespace zfetch::model {
 
 namespace {
 
-std::string errors_of(const std::string& text) {
-  const LoadResult result = parse_scenario_text("input", text);
-  std::string out;
-  for (const Diagnostic& diagnostic : result.diagnostics) {
-    out += diag::render(diagnostic);
-  }
-  CHECK(result.scenario.has_value() == result.diagnostics.empty());
-  return out;
-}
-
-Scenario load_ok(const std::string& text) {
-  LoadResult result = parse_scenario_text("input", text);
-  std::string errors;
-  for (const Diagnostic& diagnostic : result.diagnostics) {
-    errors += diag::render(diagnostic);
-  }
-  INFO(errors);
-  REQUIRE(result.diagnostics.empty());
-  return std::move(*result.scenario);
-}
+using testing::errors_of;
+using testing::load_ok;
 
 // A two-layer model whose second layer runs only in forward 0 of a micro-step or generate loop.
 const char* const kModel = R"(name: forms

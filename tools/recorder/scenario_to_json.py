@@ -157,6 +157,45 @@ def _shape_of(spec, qname):
     raise ScenarioError(f"parameter '{qname}' has no shape")
 
 
+def expand_templates(node, templates, within=()):
+    """The module tree with every `template:` entry instantiated (docs/scenario-format.md,
+    "Templates, repetition, anchors and merge keys"): the template's body, the entry's own keys
+    taking precedence key by key; `count: N` makes N siblings named 0 ... N-1, `overrides` maps an
+    instance number to keys that replace the template's and the entry's for that instance."""
+    if not isinstance(node, dict):
+        raise ScenarioError("a module is not a mapping")
+    instances = [node]
+    if "template" in node:
+        name = str(node["template"])
+        if name not in templates:
+            raise ScenarioError(f"unknown template '{name}'")
+        if name in within:
+            raise ScenarioError(f"template '{name}' contains itself")
+        within = within + (name,)
+        body = dict(templates[name] or {})
+        own = {k: v for k, v in node.items() if k not in ("template", "count", "overrides")}
+        base = {**body, **own}
+        if "count" in node:
+            overrides = node.get("overrides") or {}
+            instances = []
+            for i in range(int(node["count"])):
+                instance = {**base, "name": str(i)}
+                instance.update(overrides.get(i, overrides.get(str(i), {})) or {})
+                instances.append(instance)
+        else:
+            instances = [base]
+    out = []
+    for instance in instances:
+        instance = dict(instance)
+        children = []
+        for child in instance.get("children") or []:
+            children.extend(expand_templates(child, templates, within))
+        if "children" in instance:
+            instance["children"] = children
+        out.append(instance)
+    return out
+
+
 def flatten_modules(root):
     modules = []
 
@@ -261,6 +300,8 @@ def _when(raw):
         return None
     if not isinstance(raw, dict):
         raise ScenarioError("'when' is not a mapping")
+    if "forward" in raw or raw.get("phase") == "generate":
+        raise ScenarioError("the runner has no 'when: forward' nor 'phase: generate'")
     out = {}
     for key in ("step", "micro_step", "rank", "engine"):
         if key in raw:
@@ -287,7 +328,21 @@ def convert_ops(raw_ops, modules, mi, params_by_name, features):
         raise ScenarioError("'forward' is not a list")
     out = []
     prefix = modules[mi]["qualified"]
+    expanded = []
     for raw in raw_ops:
+        # `call_each: PATH`: a call of each child of PATH in order, with the same `when`
+        if isinstance(raw, dict) and "call_each" in raw:
+            path = str(raw["call_each"])
+            listed = _descend(modules, mi, path)
+            for c in modules[listed]["children"]:
+                call = {"call": f"{path}.{modules[c]['name']}"}
+                if "when" in raw:
+                    call["when"] = raw["when"]
+                expanded.append(call)
+            features.add("call-each")
+        else:
+            expanded.append(raw)
+    for raw in expanded:
         if not isinstance(raw, dict):
             raise ScenarioError("an operation is not a mapping")
         op = {}
@@ -352,6 +407,9 @@ def convert_schedule(raw):
         if kind == "train":
             steps, overflow = 1, []
             if isinstance(value, dict):
+                if "forwards" in value:
+                    # several root forwards per micro-step: run_scenario.py runs one
+                    raise ScenarioError("the runner has no 'forwards' (one root forward per micro-step)")
                 steps = int(value.get("steps", 1))
                 overflow = [int(x) for x in value.get("overflow", []) or []]
             elif value is not None:
@@ -439,7 +497,10 @@ def convert(path, repo_root):
     zenflow = bool(doc.get("zenflow", False)) or "zenflow" in zero
     if "model" not in doc:
         raise ScenarioError("no 'model'")
-    modules = flatten_modules(doc["model"])
+    roots = expand_templates(doc["model"], doc.get("templates") or {})
+    if len(roots) != 1:
+        raise ScenarioError("the model is one module")
+    modules = flatten_modules(roots[0])
     params_by_name = resolve_params(modules)
     resolve_leaves(modules, zero)
     features = set()
