@@ -249,7 +249,11 @@ int run(const RunOptions& options) {
       sim::verified_remedies(*scenario, sim_options, outcome, options.max_events);
   if (outcome.failure &&
       (!remedies.empty() || outcome.kind == sim::OutcomeKind::FetchQueueMismatch)) {
-    outcome.failure->explanation += remedy_text(remedies);
+    std::string& explanation = outcome.failure->explanation;
+    if (!explanation.empty() && explanation.back() != '\n') {
+      explanation += '\n';  // the remedies start on a line of their own
+    }
+    explanation += remedy_text(remedies);
   }
   timeline.finish();
   if (timeline.summary().overflowed) {
