@@ -278,7 +278,8 @@ void Timeline::end_step(RankState& state) {
   state.in_step = false;
 }
 
-void Timeline::open_group(RankState& state, const trace::Event& event, Slice::Kind kind, bool sync) {
+void Timeline::open_group(RankState& state, const trace::Event& event, Slice::Kind kind,
+                          bool sync) {
   RankState::Group& g = state.group;
   g.open = true;
   g.sync = sync;
@@ -289,7 +290,8 @@ void Timeline::open_group(RankState& state, const trace::Event& event, Slice::Ki
   g.shard_bytes = 0;
   g.odd_shard_bytes = 0;
   g.full_bytes = 0;
-  g.module = event.module_index != trace::Event::kNoIndex ? event.module_index : state.current_module;
+  g.module =
+      event.module_index != trace::Event::kNoIndex ? event.module_index : state.current_module;
   g.phase = event.phase;
   g.params.clear();
 }
@@ -316,7 +318,7 @@ void Timeline::flush_group(RankState& state) {
     ready = state.free[index_of(Stream::H2d)];
     if (recording_wanted() && dur > 0) {
       recorded.slice = {
-          Slice::Kind::H2d, Stream::H2d, g.phase,      state.rank,       state.step.step, start, dur,
+          Slice::Kind::H2d, Stream::H2d, g.phase,      state.rank,    state.step.step, start, dur,
           g.module,         0,           params_count, g.shard_bytes, g.issue};
       recorded.index = record_slice(recorded.slice);
     }
@@ -335,8 +337,9 @@ void Timeline::flush_group(RankState& state) {
     const Tick start = occupy(state, Stream::Comm, ready, comm_dur);
     ready = state.free[index_of(Stream::Comm)];
     if (recording_wanted()) {
-      recorded.slice = {g.slice_kind, Stream::Comm, g.phase, state.rank,      state.step.step, start,
-                        comm_dur,     g.module,     0,       params_count, g.full_bytes, g.issue};
+      recorded.slice = {g.slice_kind, Stream::Comm, g.phase,  state.rank, state.step.step,
+                        start,        comm_dur,     g.module, 0,          params_count,
+                        g.full_bytes, g.issue};
       recorded.index = record_slice(recorded.slice);
     }
   }
@@ -526,11 +529,12 @@ void Timeline::reduce_scatter(RankState& state, const trace::Event& event) {
   if (dur <= 0) {
     return;
   }
-  const Tick start = occupy(state, Stream::ReduceScatter, state.free[index_of(Stream::Compute)], dur);
+  const Tick start =
+      occupy(state, Stream::ReduceScatter, state.free[index_of(Stream::Compute)], dur);
   accumulate(state.step.reduce_scattered_bytes, bytes);
   if (recording_wanted()) {
-    record_slice({Slice::Kind::ReduceScatter, Stream::ReduceScatter, event.phase, state.rank, event.step, start,
-                  dur, m, 0, 0, bytes});
+    record_slice({Slice::Kind::ReduceScatter, Stream::ReduceScatter, event.phase, state.rank,
+                  event.step, start, dur, m, 0, 0, bytes});
   }
 }
 
@@ -604,8 +608,8 @@ void Timeline::record_landmarks(RankState& state, const trace::Event& event, Tic
   extend(state.spans[0], training, {event.engine, event.step, event.micro_step},
          Landmark::Kind::MicroStep);
   extend(state.spans[1], in_pass, {state.passes, 0, 0}, Landmark::Kind::Pass);
-  extend(state.spans[2], event.phase != Phase::None, {static_cast<int32_t>(event.phase), state.passes, 0},
-         Landmark::Kind::Phase);
+  extend(state.spans[2], event.phase != Phase::None,
+         {static_cast<int32_t>(event.phase), state.passes, 0}, Landmark::Kind::Phase);
 
   std::optional<Landmark::Kind> point;
   switch (event.kind) {

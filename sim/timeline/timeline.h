@@ -215,8 +215,9 @@ struct TimelineOptions {
 /// `group`) is issued at the compute stream's current time, copies offloaded shards on h2d
 /// first, then runs on comm when comm is free; `Wait` stalls compute until that gather ends;
 /// GetterGather and PersistentGather are synchronous; `Compute` advances compute;
-/// BackwardPost issues a reduce-scatter of the module's trainable gradients on the reduce-scatter stream (compute does
-/// not wait); OptimizerStep waits for every stream. Other events take the compute time.
+/// BackwardPost issues a reduce-scatter of the module's trainable gradients on the reduce-scatter
+/// stream (compute does not wait); OptimizerStep waits for every stream. Other events take the
+/// compute time.
 ///
 /// The per-event path allocates nothing (per-param arrays are sized from the scenario when a
 /// rank is first seen) except what a recorder keeps: TimelineOptions::record keeps the whole

@@ -137,7 +137,8 @@ schedule:
     CHECK(engine1_groups.size() == 12);
     // Not a structured binding: clang 14 cannot capture one in the macro's lambda.
     for (const auto& entry : users) {
-      CHECK_MESSAGE(entry.second.size() == 1, "group " << entry.first << " used by several gathers");
+      CHECK_MESSAGE(entry.second.size() == 1,
+                    "group " << entry.first << " used by several gathers");
     }
   }
 
