@@ -117,11 +117,20 @@ InputText read_input_file(const std::string& path, size_t limit) {
     }
     text.append(chunk, static_cast<size_t>(got));
   }
-  if (const std::optional<base::NonTextByte> bad = base::find_non_text_byte(text)) {
-    describe_non_text_byte(text, *bad, result);
-    return result;
+  if (std::optional<InputText> bad = check_text(text)) {
+    return std::move(*bad);
   }
   result.text = std::move(text);
+  return result;
+}
+
+std::optional<InputText> check_text(std::string_view text) {
+  const std::optional<base::NonTextByte> bad = base::find_non_text_byte(text);
+  if (!bad) {
+    return std::nullopt;
+  }
+  InputText result;
+  describe_non_text_byte(text, *bad, result);
   return result;
 }
 

@@ -38,6 +38,11 @@ struct InputText {
 /// writer reads as empty instead of blocking.
 InputText read_input_file(const std::string& path, size_t limit = kMaxInputFileBytes);
 
+/// The same check for text that did not come from a file (a test, a fuzzer, an embedding
+/// program): nothing when `text` is UTF-8 without NUL bytes, else the error as read_input_file
+/// gives it.
+std::optional<InputText> check_text(std::string_view text);
+
 /// A file opened for streaming (a trace, read line by line): what the reader caps is the
 /// length of a line, not the file. Opened as read_input_file does, so a directory is an
 /// error and a FIFO without a writer reads as empty instead of blocking.

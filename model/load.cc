@@ -279,6 +279,12 @@ LoadResult parse_scenario_text(std::string_view file_name, std::string_view text
                                std::string_view base_dir) {
   LoadResult result;
   const std::string file(file_name);
+  // A file was checked as it was read; text given directly is checked here, so that every name
+  // that reaches an output (a trace, --json) is UTF-8 whatever the way in.
+  if (const std::optional<io::InputText> bad = io::check_text(text)) {
+    result.diagnostics.push_back(read_error(file, *bad, "invalid text"));
+    return result;
+  }
   const SourceText source(file, text);
   YamlReader reader(source, result.diagnostics);
   Scenario scenario;

@@ -34,6 +34,14 @@ TEST_SUITE("model") {
           "input:2:1: note: did you mean 'world_size'?\n");
   }
 
+  TEST_CASE("load: text given directly is checked like a file: invalid UTF-8 in a name") {
+    // Found by the scenario fuzzer: a name with byte 0xFF loaded, and the trace it wrote did
+    // not read back.
+    const std::string bad = "name: x\nmodel:\n  name: m\n  params: {w\xff: [4]}\n";
+    const std::string errors = errors_of(bad + "schedule: [train: 1]\n");
+    CHECK(errors.find("input:4:13: error: invalid UTF-8 (byte 0xFF") == 0);
+  }
+
   TEST_CASE("load: wrong type says what was expected and what was found") {
     CHECK(errors_of(std::string("name: x\nworld_size: two\n") + kTail) ==
           "input:2:13: error: expected unsigned integer for 'world_size', got 'two'\n"
