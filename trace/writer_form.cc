@@ -107,11 +107,21 @@ class NameTable {
       return (w - 0x0101010101010101ULL) & ~w & 0x8080808080808080ULL;  // exact lowest
     };
     const uint64_t w0 = load8(at);
+    if (const uint64_t q = quote_in(w0); q != 0) {
+      // A name of fewer than 8 bytes (most of them): one word, so one compare.
+      size = static_cast<size_t>(std::countr_zero(q)) / 8;
+      const uint64_t key = w0 & low_bytes(size);
+      for (size_t slot = hash({key, 0, 0}); slots_[slot].size != 0; slot = (slot + 1) % kSlots) {
+        const Slot& s = slots_[slot];
+        if (s.key[0] == key && s.size == size) {
+          return s.index;
+        }
+      }
+      return -1;
+    }
     const uint64_t w1 = load8(at + 8);
     const uint64_t w2 = load8(at + 16);
-    if (const uint64_t q = quote_in(w0); q != 0) {
-      size = static_cast<size_t>(std::countr_zero(q)) / 8;
-    } else if (const uint64_t q1 = quote_in(w1); q1 != 0) {
+    if (const uint64_t q1 = quote_in(w1); q1 != 0) {
       size = 8 + static_cast<size_t>(std::countr_zero(q1)) / 8;
     } else if (const uint64_t q2 = quote_in(w2); q2 != 0) {
       size = 16 + static_cast<size_t>(std::countr_zero(q2)) / 8;
@@ -228,13 +238,28 @@ class WriterFormParser {
 
   // 1 to 18 digits, no leading zero (larger values and signs go to the general parser).
   [[gnu::always_inline]] bool digits(uint64_t& out) {
-    uint64_t value = 0;
-    size_t n = 0;
+    const auto first = static_cast<unsigned char>(p_[0] - '0');
+    const auto second = static_cast<unsigned char>(p_[1] - '0');
+    if (first >= 10) {
+      return false;
+    }
+    // One digit (rank, engine, micro_step and most steps and ids): no loop, and a leading zero
+    // is ruled out by the same test.
+    if (second >= 10) {
+      p_ += 1;
+      out = first;
+      return true;
+    }
+    if (first == 0) {
+      return false;  // a leading zero
+    }
+    uint64_t value = uint64_t{first} * 10 + second;
+    size_t n = 2;
     while (static_cast<unsigned char>(p_[n] - '0') < 10) {
       value = value * 10 + static_cast<uint64_t>(p_[n] - '0');
       ++n;
     }
-    if (n == 0 || n > kMaxDigits || (n > 1 && *p_ == '0')) {
+    if (n > kMaxDigits) {
       return false;
     }
     p_ += n;
