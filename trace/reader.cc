@@ -636,7 +636,8 @@ const TraceHeader& TraceReader::header() const {
 
 const Event* TraceReader::next() {
   State& s = *state_;
-  if (!read_header() || s.failed) {
+  // The header test first, here: a call to read_header() per event costs more than the test.
+  if ((!s.header_read && !read_header()) || s.failed) {
     return nullptr;
   }
   const bool in_place = s.window && s.begin < s.parse_in_place_end;
