@@ -15,7 +15,8 @@
 #    the recorded trace;
 # 6. with CORPUS_BUDGET_S set, the converted corpus (tools/recorder/corpus) as user runs: one process
 #    group per scenario and policy with only ZFETCH_RECORD set (record_corpus.py, at most that many
-#    seconds of starts; CORPUS_KEYS="KEY ..." for some only), into RESULTS_DIR/corpus/recorded.tgz;
+#    seconds of starts; CORPUS_KEYS="KEY ..." for some only; CORPUS_ARGS for more of its options), into
+#    RESULTS_DIR/corpus/recorded.tgz;
 #    compare it anywhere with
 #    `python3 tools/recorder/check_recorded.py RESULTS_DIR/corpus/recorded.tgz --zfetch ZFETCH`.
 # ONLY_CORPUS=1 skips steps 2-5.
@@ -99,5 +100,5 @@ fi
 
 if [ -n "${CORPUS_BUDGET_S:-}" ]; then
   step corpus
-  "$PY" tools/recorder/record_corpus.py --out "$RES/corpus" --budget "$CORPUS_BUDGET_S" ${CORPUS_KEYS:+--only $CORPUS_KEYS} 2>&1 | tee "$RES/corpus.log" | tail -n 25 | tee -a "$LOG"
+  "$PY" tools/recorder/record_corpus.py --out "$RES/corpus" --budget "$CORPUS_BUDGET_S" ${CORPUS_KEYS:+--only $CORPUS_KEYS} ${CORPUS_ARGS:-} 2>&1 | tee "$RES/corpus.log" | tail -n 25 | tee -a "$LOG"
 fi

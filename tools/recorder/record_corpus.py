@@ -3,7 +3,7 @@ only ZFETCH_RECORD set (and ZFETCH_RECORD_RESIDENCY_INDEPENDENT=1 for the other 
 installed zfetch_record package writes each rank's trace and scenario.
 
     PYTHONPATH=DEEPSPEED_CHECKOUT VENV/bin/python tools/recorder/record_corpus.py --out DIR [--budget S]
-        [--only KEY ...] [--slots N]
+        [--stop-after S] [--only KEY ...] [--in-order] [--slots N]
 
 Run it with the python of an environment where `pip install tools/recorder` was done (check_package.sh
 does both): tools/recorder itself must not be on PYTHONPATH, or the package under test would be the
@@ -34,16 +34,19 @@ def free_port():
         return s.getsockname()[1]
 
 
-def planned_runs(manifest, only):
+def planned_runs(manifest, only, in_order):
     runs = []
-    for entry in manifest["scenarios"]:
-        if "key" not in entry or (only and entry["key"] not in only):
+    entries = {entry["key"]: entry for entry in manifest["scenarios"] if "key" in entry}
+    for key in (only if only and in_order else entries):
+        entry = entries.get(key)
+        if entry is None or (only and key not in only):
             continue
         for policy in POLICIES:
             if not (entry.get("skip") or {}).get(policy):
                 runs.append((entry, policy))
-    # the largest world sizes first: they are the hardest to fit later
-    runs.sort(key=lambda r: -int(r[0]["world_size"]))
+    if not in_order:
+        # the largest world sizes first: they are the hardest to fit later
+        runs.sort(key=lambda r: -int(r[0]["world_size"]))
     return runs
 
 
@@ -118,6 +121,9 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--work", default="/tmp/zfetch_record_corpus")
     ap.add_argument("--budget", type=float, default=240.0, help="wall seconds: no run starts after it")
+    ap.add_argument("--stop-after", type=float, help="wall seconds: runs still going then are stopped (timeout)")
+    ap.add_argument("--in-order", action="store_true",
+                    help="start the runs in the order of --only (default: the largest world sizes first)")
     ap.add_argument("--slots", type=int, default=max(1, (os.cpu_count() or 2) - 2), help="CPUs for ranks")
     ap.add_argument("--only", nargs="*")
     args = ap.parse_args()
@@ -131,7 +137,7 @@ def main():
         manifest = json.load(f)
     os.makedirs(os.path.join(args.out, "runs"), exist_ok=True)
     t0 = time.time()
-    waiting = [Run(entry, policy, args) for entry, policy in planned_runs(manifest, args.only)]
+    waiting = [Run(entry, policy, args) for entry, policy in planned_runs(manifest, args.only, args.in_order)]
     running, results = [], []
     print(f"record_corpus: {len(waiting)} runs, {args.slots} slots, budget {args.budget:.0f} s", flush=True)
     while waiting or running:
@@ -148,7 +154,9 @@ def main():
             break
         time.sleep(0.2)
         for run in list(running):
-            timed_out = time.time() - run.started > run.limit
+            now = time.time()
+            timed_out = now - run.started > run.limit or (args.stop_after is not None
+                                                          and now - t0 > args.stop_after)
             if run.proc.poll() is None and not timed_out:
                 continue
             if timed_out:

@@ -131,7 +131,8 @@ def main(argv=None):
     model, inputs = made if isinstance(made, tuple) else (made, ())
     tree = scenario_writer.module_tree(model, is_leaf=lambda m: bool(getattr(m, "_z3_leaf", False)))
     observer = observe(model, tuple(inputs))
-    tree = scenario_writer.finish_tree(tree, observer)
+    unexpressed = []
+    tree = scenario_writer.finish_tree(tree, observer, unexpressed)
     templates = scenario_writer.compress(tree, observer)
 
     document_config = _config(args)
@@ -141,8 +142,8 @@ def main(argv=None):
         name, f"written by zfetch_record.from_model from {args.factory} (one forward and backward on {args.device})",
         args.world_size, tree, templates, document_config, _parse_schedule(args.schedule),
         observer.input_requires_grad,
-        [f"Module forwards that differed between passes: {', '.join(sorted(observer.changed))}"]
-        if observer.changed else [])
+        [f"Module forwards that differed between calls: {', '.join(n or 'the root' for n in sorted(unexpressed))}"]
+        if unexpressed else [])
     if args.deepspeed_config:
         out_dir = os.path.dirname(os.path.abspath(args.out)) if args.out else os.getcwd()
         reference = os.path.relpath(os.path.abspath(args.deepspeed_config), out_dir)

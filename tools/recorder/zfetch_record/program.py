@@ -2,14 +2,19 @@
 parameters from outside their owner (data or metadata), checkpoint regions (reentrant or not),
 parameters returned from a forward, and how many differentiable tensors a module returns.
 
-Recorded in eager training forwards only (a recompute replays the same program). The first
-program of each module is the one written; a later pass that differs is counted in ``changed``."""
+Recorded in eager forwards only (a recompute replays the same program). A module whose program
+differs between passes keeps each distinct program with the values of what ``when:`` can test of
+the passes that ran it (``variants``; state.pass_context): the writer turns them into one program
+with conditions (variants.py)."""
 
 import torch
 import torch.utils.checkpoint
 from torch.overrides import TorchFunctionMode
 
-from .state import R, graph_task_active
+from .state import R, graph_task_active, guard, pass_context
+
+# Distinct programs kept per module; a module that runs more is written with its first program.
+MAX_VARIANTS = 16
 
 
 def _tensors(value):
@@ -60,14 +65,18 @@ class _DataUse(TorchFunctionMode):
 
 
 class ProgramObserver:
-    """Frames of the running forwards; ``programs[name]`` is the op list of module ``name``."""
+    """Frames of the running forwards; ``programs[name]`` is the first op list of module ``name``,
+    ``variants[name]`` every distinct one with the context values of the passes that ran it."""
 
     def __init__(self, names):
         self.names = names  # id(module) -> qualified name, id(param) -> qualified name
         self.frames = []
         self.programs = {}
         self.outputs = {}
+        self.variants = {}  # name -> [{"ops": [...], "values": {field: set of values}}]
         self.changed = set()
+        self.too_many = set()  # modules that ran more than MAX_VARIANTS distinct programs
+        self.context = None  # the running pass's state.pass_context
         self.pending = {}  # id(param) -> the access op waiting to learn data or metadata
         self.data_use = _DataUse(self)
         self.data_use_depth = 0
@@ -101,6 +110,8 @@ class ProgramObserver:
             relative = self._relative(parent["module"], name)
             if relative is not None:
                 parent["ops"].append({"call": relative})
+        else:  # a pass begins
+            self.context = guard(pass_context, module.training)
         self.frames.append({"module": name, "ops": [], "stack": []})
 
     def module_exit(self, module, output):
@@ -124,8 +135,35 @@ class ProgramObserver:
         if name not in self.programs:
             self.programs[name] = frame["ops"]
             self.outputs[name] = max(differentiable, 1)
-        elif self.programs[name] != frame["ops"]:
-            self.changed.add(name)
+        self._count_variant(name, frame["ops"])
+
+    def _count_variant(self, name, ops):
+        if name in self.too_many:
+            return
+        variants = self.variants.setdefault(name, [])
+        variant = next((v for v in variants if v["ops"] == ops), None)
+        if variant is None:
+            if len(variants) == MAX_VARIANTS:
+                self.too_many.add(name)
+                del self.variants[name]
+                return
+            variant = {"ops": ops, "values": {}}
+            variants.append(variant)
+            if len(variants) > 1:
+                self.changed.add(name)
+        for field, value in (self.context or {}).items():
+            variant["values"].setdefault(field, set()).add(value)
+
+    def changed_variants(self):
+        """The variants of the modules whose program changed, as plain data (values sorted); a
+        module that ran more than MAX_VARIANTS programs is left out."""
+        out = {}
+        for name in sorted(self.changed):
+            variants = self.variants.get(name, [])
+            if name not in self.too_many:
+                out[name] = [{"ops": v["ops"], "values": {f: sorted(vals) for f, vals in v["values"].items()}}
+                             for v in variants]
+        return out
 
     def external_access(self, top, param):
         """A read of ``param`` while module ``top`` runs, from outside the param's owner."""

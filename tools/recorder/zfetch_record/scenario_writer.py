@@ -7,6 +7,7 @@ import copy
 import json
 import types
 
+from . import variants as program_variants
 from . import yaml_text
 
 # By the dtype's name, so that writing a scenario again from observations needs no torch.
@@ -85,14 +86,24 @@ def _clean(ops):
     return out
 
 
-def finish_tree(tree, observer):
-    """Adds each module's observed forward (when it is not the default one) and output count."""
+def finish_tree(tree, observer, unexpressed=None):
+    """Adds each module's observed forward (when it is not the default one) and output count. A forward
+    that changed between passes is written with ``when:`` conditions (variants.py); a module whose
+    variants no condition tells apart is written with its first program and added to ``unexpressed``."""
     qualified = tree.pop("_q")
     children = tree.get("children", [])
     for child in children:
-        finish_tree(child, observer)
+        finish_tree(child, observer, unexpressed)
     program = observer.programs.get(qualified)
     program = _clean(program) if program is not None else None
+    if qualified in observer.changed:
+        variants = observer.variants.get(qualified)
+        merged = program_variants.merged_program(
+            [dict(v, ops=_clean(v["ops"])) for v in variants]) if variants else None
+        if merged is not None:
+            program = merged
+        elif unexpressed is not None:
+            unexpressed.append(qualified)
     if program is not None and program != _default_forward([c["name"] for c in children]):
         tree["forward"] = program
     if observer.outputs.get(qualified, 1) > 1:
@@ -272,10 +283,13 @@ def scenario_from_observations(observed):
     if observed.get("format") != OBSERVATIONS_FORMAT or observed.get("version") != 1:
         raise ValueError(f"not {OBSERVATIONS_FORMAT} version 1")
     observed = copy.deepcopy(observed)
-    observer = types.SimpleNamespace(programs=observed["programs"], outputs=observed["outputs"])
-    tree = finish_tree(observed["tree"], observer)
+    # Observations written before the recorder kept each pass's program have no "variants".
+    observer = types.SimpleNamespace(programs=observed["programs"], outputs=observed["outputs"],
+                                     changed=set(observed["changed"]), variants=observed.get("variants", {}))
+    unexpressed = []
+    tree = finish_tree(observed["tree"], observer, unexpressed)
     templates = compress(tree, observer)
-    notes = [f"Module forwards that differed between passes (the first is written): "
-             f"{', '.join(observed['changed'])}"] if observed["changed"] else []
+    notes = [f"Module forwards that differed between passes in a way no `when:` condition tells apart "
+             f"(the first is written): {', '.join(n or 'the root' for n in sorted(unexpressed))}"] if unexpressed else []
     return scenario_text(observed["name"], observed["source"], observed["world_size"], tree, templates,
                          observed["config"], observed["schedule"], observed["input_requires_grad"], notes)

@@ -178,6 +178,7 @@ class Recording:
             "source": f"recorded by zfetch_record from {self.name} (DeepSpeed {self.version}, rank {self.rank})",
             "world_size": self.world_size, "tree": self.tree, "programs": observer.programs,
             "outputs": observer.outputs, "changed": sorted(observer.changed),
+            "variants": observer.changed_variants(),
             "input_requires_grad": observer.input_requires_grad, "config": self.config,
             "schedule": self.schedule.as_list()}
 

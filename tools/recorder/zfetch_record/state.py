@@ -73,9 +73,23 @@ def _phase():
     return "none"
 
 
+def _engine():
+    return R.engine_obj() if R.engine_obj is not None else None
+
+
 def _micro_step():
-    eng = R.engine_obj() if R.engine_obj is not None else None
+    eng = _engine()
     return int(getattr(eng, "micro_steps", 0)) if eng is not None else 0
+
+
+def pass_context(training):
+    """What a scenario's ``when:`` can test of a forward starting now, as the simulator counts it:
+    the optimizer step across the whole schedule, the micro-step within that step, the engine
+    (restarts) and the phase (a module in eval mode is in an eval pass)."""
+    eng = _engine()
+    accumulation = int(eng.gradient_accumulation_steps()) if eng is not None else 1
+    return {"step": R.step, "micro_step": _micro_step() % max(accumulation, 1), "engine": max(R.engine, 0),
+            "phase": "train" if training else "eval"}
 
 
 def emit(*a, **kw):
