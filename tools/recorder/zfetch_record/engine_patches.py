@@ -112,13 +112,13 @@ def patch(ds):
         def wrapped(self, *a, **kw):
             tag = kw.get("tag", a[1] if len(a) > 1 else None)
             emit(kind, phase="checkpoint")
+            # before the call: a load that raises (a state_dict that does not fit) is in the schedule
+            notify(kind, self, tag)
             R.ctx.append({"phase": "checkpoint"})
             try:
-                r = orig(self, *a, **kw)
+                return orig(self, *a, **kw)
             finally:
                 R.ctx.pop()
-            notify(kind, self, tag)
-            return r
 
         return wrapped
 

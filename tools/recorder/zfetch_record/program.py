@@ -166,9 +166,21 @@ class ProgramObserver:
         return out
 
     def external_access(self, top, param):
-        """A read of ``param`` while module ``top`` runs, from outside the param's owner."""
-        if self.frames and self.names.get(id(top)) == self.frames[-1]["module"]:
+        """A read of ``param`` from outside its owner as DeepSpeed sees it: ``top`` is the innermost
+        module with DeepSpeed's hooks. A module below it has none (inside a z3 leaf): the read is
+        in that module's own forward, unless the param is its own (the simulator reads a hookless
+        module's own params at its call)."""
+        if not self.frames:
+            return
+        running, top_name = self.frames[-1]["module"], self.names.get(id(top))
+        if top_name is None:
+            return
+        if running == top_name:
             self.access(param)
+        elif top_name == "" or running.startswith(top_name + "."):
+            owner = self.names.get(id(param), "").rpartition(".")[0]
+            if owner != running:
+                self.access(param)
 
     def access(self, param):
         """A read of ``param`` from outside its owner, by the module running now."""
