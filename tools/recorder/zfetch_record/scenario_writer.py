@@ -289,7 +289,8 @@ def scenario_from_observations(observed):
     unexpressed = []
     tree = finish_tree(observed["tree"], observer, unexpressed)
     templates = compress(tree, observer)
+    names = ", ".join(n or "the root" for n in sorted(unexpressed))
     notes = [f"Module forwards that differed between passes in a way no `when:` condition tells apart "
-             f"(the first is written): {', '.join(n or 'the root' for n in sorted(unexpressed))}"] if unexpressed else []
+             f"(the first is written): {names}"] if unexpressed else []
     return scenario_text(observed["name"], observed["source"], observed["world_size"], tree, templates,
                          observed["config"], observed["schedule"], observed["input_requires_grad"], notes)
