@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "diag/render.h"
@@ -29,6 +30,7 @@
 #include "tools/summary_text.h"
 #include "tools/terminal_colour.h"
 #include "tools/work_bound.h"
+#include "trace/bounded_sink.h"
 #include "trace/writer.h"
 
 namespace zfetch::tools {
@@ -99,154 +101,231 @@ void write_text(const OutputFile& out, const std::string& text) {
   std::fwrite(text.data(), 1, text.size(), out.stream());
 }
 
-int run(const RunOptions& options) {
+// The inputs of one run, each checked before anything runs or is written.
+struct RunInputs {
+  model::Discovery discovery{};
+  model::Scenario scenario;
+  std::optional<trace::OrderFile> order;
+  sim::Options sim_options;
+};
+
+// The inputs of `options`; nothing when one is bad (reported on stderr).
+std::optional<RunInputs> load_inputs(const RunOptions& options) {
   const std::optional<model::Discovery> discovery = discovery_or_report(options.discovery);
   if (!discovery) {
-    return kExitBadInput;
+    return std::nullopt;
   }
-  const std::optional<model::Scenario> scenario = load_or_report(options.scenario, options.sets);
+  std::optional<model::Scenario> scenario = load_or_report(options.scenario, options.sets);
   if (!scenario) {
-    return kExitBadInput;
+    return std::nullopt;
   }
+  RunInputs inputs;
+  inputs.discovery = *discovery;
+  inputs.scenario = std::move(*scenario);
   // The order file is validated before anything runs.
-  std::optional<trace::OrderFile> order;
   if (!options.expect_order_path.empty()) {
-    order = load_order_or_report(options.expect_order_path);
-    if (!order) {
-      return kExitBadInput;
+    inputs.order = load_order_or_report(options.expect_order_path);
+    if (!inputs.order) {
+      return std::nullopt;
     }
   }
-  sim::Options sim_options;
-  sim_options.discovery = *discovery;
-  sim_options.accelerator =
+  inputs.sim_options.discovery = *discovery;
+  inputs.sim_options.accelerator =
       options.accelerator == "cpu" ? sim::Accelerator::Cpu : sim::Accelerator::Gpu;
-  if (const uint64_t planned = planned_operations(*scenario); planned > options.max_events) {
+  if (const uint64_t planned = planned_operations(inputs.scenario); planned > options.max_events) {
     std::fprintf(stderr, "%s\n",
                  planned_work_message(options.scenario, planned, options.max_events).c_str());
-    return kExitBadInput;
+    return std::nullopt;
+  }
+  return inputs;
+}
+
+// The files one run writes, opened before it simulates. Outputs never replace an input or
+// each other, and each is written whole or not at all (finish()).
+class RunFiles {
+ public:
+  // False when one cannot be written (reported on stderr).
+  bool open(const RunOptions& options, const model::Scenario& scenario) {
+    std::vector<std::string> chakra_paths;
+    if (!options.chakra_dir.empty()) {
+      if (const std::string why = chakra_unavailable(scenario); !why.empty()) {
+        std::fprintf(stderr, "command line: error: %s\n", why.c_str());
+        return false;
+      }
+      chakra_dir_.emplace(options.chakra_dir);
+      if (!chakra_dir_->error().empty()) {
+        std::fprintf(stderr, "%s: error: cannot write: %s\n", options.chakra_dir.c_str(),
+                     chakra_dir_->error().c_str());
+        return false;
+      }
+      for (int64_t r = 0; r < scenario.world_size; ++r) {
+        chakra_paths.push_back(chakra_dir_->file(chakra_file_name(r)));
+      }
+    }
+    std::vector<std::string> output_paths = {options.trace_path, options.timeline_path,
+                                             options.replay_schedule_path, options.report_path};
+    output_paths.insert(output_paths.end(), chakra_paths.begin(), chakra_paths.end());
+    const std::string clash =
+        check_outputs_distinct({options.scenario, options.calibration_path}, output_paths);
+    if (!clash.empty()) {
+      std::fprintf(stderr, "%s\n", clash.c_str());
+      return false;
+    }
+    trace = open_output(options.trace_path);
+    timeline = open_output(options.timeline_path);
+    schedule = open_output(options.replay_schedule_path);
+    report = open_output(options.report_path);
+    for (const std::string& path : chakra_paths) {
+      chakra.push_back(open_output(path));
+    }
+    for (const auto& out : outputs_) {
+      if (!out->error().empty()) {
+        std::fprintf(stderr, "%s: error: cannot write: %s\n", out->path().c_str(),
+                     out->error().c_str());
+        return false;
+      }
+    }
+    return true;
   }
 
-  std::optional<OutputDirectory> chakra_dir;
-  std::vector<std::string> chakra_paths;
-  if (!options.chakra_dir.empty()) {
-    if (const std::string why = chakra_unavailable(*scenario); !why.empty()) {
-      std::fprintf(stderr, "command line: error: %s\n", why.c_str());
-      return kExitBadInput;
-    }
-    chakra_dir.emplace(options.chakra_dir);
-    if (!chakra_dir->error().empty()) {
-      std::fprintf(stderr, "%s: error: cannot write: %s\n", options.chakra_dir.c_str(),
-                   chakra_dir->error().c_str());
-      return kExitBadInput;
-    }
-    for (int64_t r = 0; r < scenario->world_size; ++r) {
-      chakra_paths.push_back(chakra_dir->file(chakra_file_name(r)));
-    }
+  // Where temporary files go: beside the first output (the system's default without one).
+  [[nodiscard]] std::string scratch_directory() const {
+    return outputs_.empty() ? std::string() : outputs_.front()->scratch_directory();
   }
 
-  // Outputs never replace an input or each other, and each is written whole or not at all.
-  std::vector<std::string> output_paths = {options.trace_path, options.timeline_path,
-                                           options.replay_schedule_path, options.report_path};
-  output_paths.insert(output_paths.end(), chakra_paths.begin(), chakra_paths.end());
-  const std::string clash =
-      check_outputs_distinct({options.scenario, options.calibration_path}, output_paths);
-  if (!clash.empty()) {
-    std::fprintf(stderr, "%s\n", clash.c_str());
-    return kExitBadInput;
+  // Commits every output; false when one failed (reported on stderr, none is left behind).
+  bool finish() {
+    std::vector<OutputFile*> files;
+    for (const auto& out : outputs_) {
+      files.push_back(out.get());
+    }
+    if (!finish_outputs(files)) {
+      return false;
+    }
+    if (chakra_dir_) {
+      chakra_dir_->keep();
+    }
+    return true;
   }
-  std::vector<std::unique_ptr<OutputFile>> outputs;
-  const auto open_output = [&](const std::string& path) -> OutputFile* {
+
+  OutputFile* trace = nullptr;
+  OutputFile* timeline = nullptr;
+  OutputFile* schedule = nullptr;
+  OutputFile* report = nullptr;
+  std::vector<OutputFile*> chakra;
+
+ private:
+  OutputFile* open_output(const std::string& path) {
     if (path.empty()) {
       return nullptr;
     }
-    outputs.push_back(std::make_unique<OutputFile>(path));
-    return outputs.back().get();
-  };
-  OutputFile* trace_out = open_output(options.trace_path);
-  OutputFile* timeline_out = open_output(options.timeline_path);
-  OutputFile* schedule_out = open_output(options.replay_schedule_path);
-  OutputFile* report_out = open_output(options.report_path);
-  std::vector<OutputFile*> chakra_outs;
-  for (const std::string& path : chakra_paths) {
-    chakra_outs.push_back(open_output(path));
-  }
-  for (const auto& out : outputs) {
-    if (!out->error().empty()) {
-      std::fprintf(stderr, "%s: error: cannot write: %s\n", out->path().c_str(),
-                   out->error().c_str());
-      return kExitBadInput;
-    }
+    outputs_.push_back(std::make_unique<OutputFile>(path));
+    return outputs_.back().get();
   }
 
-  std::unique_ptr<trace::TraceWriter> writer;
-  trace::NullSink null_sink;
-  trace::EventSink* sink = &null_sink;
-  if (trace_out != nullptr) {
-    std::FILE* out = trace_out->stream();
-    trace::TraceHeader header;
-    header.scenario = scenario->name;
-    header.world_size = scenario->world_size;
-    header.discovery = std::string(format_as(*discovery));
-    writer = std::make_unique<trace::TraceWriter>(out, header);
-    sink = writer.get();
-  }
+  std::optional<OutputDirectory> chakra_dir_;
+  std::vector<std::unique_ptr<OutputFile>> outputs_;
+};
 
-  std::optional<OrderCheckingSink> order_sink;
-  if (order) {
-    order_sink.emplace(
-        *order, options.trace_path.empty() ? "the simulated trace" : options.trace_path, *sink);
-    sink = &*order_sink;
-  }
-
-  // The timeline stamps simulated time on every event before the trace writer sees it.
-  const sim::CalibrationResult calibration =
-      options.calibration_path.empty() ? sim::resolve_calibration(*scenario)
-                                       : sim::load_calibration_file(options.calibration_path);
+// The calibration of the run: --calibration's file, else the scenario's; nothing when it does
+// not load (reported on stderr).
+std::optional<sim::Calibration> load_run_calibration(const RunOptions& options,
+                                                     const model::Scenario& scenario) {
+  sim::CalibrationResult calibration = options.calibration_path.empty()
+                                           ? sim::resolve_calibration(scenario)
+                                           : sim::load_calibration_file(options.calibration_path);
   if (!calibration.calibration) {
     for (const model::Diagnostic& diagnostic : calibration.diagnostics) {
       std::fputs(diag::render(diagnostic).c_str(), stderr);
     }
-    return kExitBadInput;
   }
-  const sim::AnalyticalCostModel cost(*scenario, *calibration.calibration);
-  sim::TimelineOptions timeline_options;
-  timeline_options.per_module = options.per_module || !options.report_path.empty();
-  // The report, the replay schedule and the Chakra traces need the whole recording in memory;
-  // the Chrome trace is written as it is produced, through temporary files beside it.
-  timeline_options.record = !options.replay_schedule_path.empty() || !options.report_path.empty() ||
-                            !options.chakra_dir.empty();
-  // The text table streams its steps from a temporary file; --json, the report and the replay
-  // schedule keep them in memory (the JSON document holds them all anyway).
-  std::optional<sim::StepLog> step_log;
-  if (!options.json && !timeline_options.record) {
-    step_log.emplace(outputs.empty() ? std::string() : outputs.front()->scratch_directory());
-    timeline_options.steps = &*step_log;
-  }
-  std::optional<sim::ChromeTraceWriter> chrome_trace;
-  if (timeline_out != nullptr) {
-    chrome_trace.emplace(*scenario, timeline_out->scratch_directory());
-    timeline_options.recorder = &*chrome_trace;
-  }
-  sim::ReplayDrainMarks drain_marks(*sink);
-  sim::Timeline timeline(*scenario, cost,
-                         options.replay_schedule_path.empty() ? *sink : drain_marks,
-                         timeline_options);
-  drain_marks.attach(&timeline);
+  return std::move(calibration.calibration);
+}
 
-  WorkBoundSink bounded(options.max_events, timeline);
-  std::optional<sim::Outcome> simulated;
-  try {
-    simulated = sim::simulate(*scenario, sim_options, bounded);
-  } catch (const WorkBoundExceeded& e) {
-    // The outputs' temporaries are removed as `outputs` goes out of scope.
-    std::fprintf(stderr, "%s\n", work_bound_message(options.scenario, e.max_events).c_str());
-    return kExitBadInput;
+// The sinks the simulated events pass through, in order: the timeline (which stamps simulated
+// time on every event), the replay's drain marks, the order check, the trace writer.
+class RunSinks {
+ public:
+  RunSinks(const RunOptions& options, const RunInputs& inputs, const RunFiles& files,
+           const sim::Calibration& calibration)
+      : cost_(inputs.scenario, calibration) {
+    const model::Scenario& scenario = inputs.scenario;
+    trace::EventSink* sink = &null_sink_;
+    if (files.trace != nullptr) {
+      trace::TraceHeader header;
+      header.scenario = scenario.name;
+      header.world_size = scenario.world_size;
+      header.discovery = std::string(format_as(inputs.discovery));
+      writer_ = std::make_unique<trace::TraceWriter>(files.trace->stream(), header);
+      sink = writer_.get();
+    }
+    if (inputs.order) {
+      order.emplace(*inputs.order,
+                    options.trace_path.empty() ? "the simulated trace" : options.trace_path, *sink);
+      sink = &*order;
+    }
+    sim::TimelineOptions timeline_options;
+    timeline_options.per_module = options.per_module || !options.report_path.empty();
+    // The report, the replay schedule and the Chakra traces need the whole recording in
+    // memory; the Chrome trace is written as it is produced, through temporary files beside it.
+    timeline_options.record = !options.replay_schedule_path.empty() ||
+                              !options.report_path.empty() || !options.chakra_dir.empty();
+    // The text table streams its steps from a temporary file; --json, the report and the
+    // replay schedule keep them in memory (the JSON document holds them all anyway).
+    if (!options.json && !timeline_options.record) {
+      step_log.emplace(files.scratch_directory());
+      timeline_options.steps = &*step_log;
+    }
+    if (files.timeline != nullptr) {
+      chrome_trace.emplace(scenario, files.timeline->scratch_directory());
+      timeline_options.recorder = &*chrome_trace;
+    }
+    drain_marks.emplace(*sink);
+    timeline.emplace(scenario, cost_, options.replay_schedule_path.empty() ? *sink : *drain_marks,
+                     timeline_options);
+    drain_marks->attach(&*timeline);
   }
-  sim::Outcome& outcome = *simulated;
-  // What avoids a failure is said only once a re-simulation with the change passed (a few
-  // runs, each within --max-events).
-  const std::vector<sim::Remedy> remedies =
-      sim::verified_remedies(*scenario, sim_options, outcome, options.max_events);
+  RunSinks(const RunSinks&) = delete;
+  RunSinks& operator=(const RunSinks&) = delete;
+
+  // Flushes the trace; a failed write is seen by RunFiles::finish(), with the other outputs.
+  void flush_trace() {
+    if (writer_) {
+      writer_->flush();
+    }
+  }
+
+  std::optional<OrderCheckingSink> order;
+  std::optional<sim::StepLog> step_log;
+  std::optional<sim::ChromeTraceWriter> chrome_trace;
+  std::optional<sim::ReplayDrainMarks> drain_marks;
+  std::optional<sim::Timeline> timeline;
+
+ private:
+  const sim::AnalyticalCostModel cost_;
+  trace::NullSink null_sink_;
+  std::unique_ptr<trace::TraceWriter> writer_;
+};
+
+// The simulation, within --max-events; nothing when it passed the bound (reported on stderr).
+std::optional<sim::Outcome> simulate_bounded(const RunOptions& options, const RunInputs& inputs,
+                                             sim::Timeline& timeline) {
+  ProgressSink progress(timeline);
+  trace::BoundedSink bounded(options.max_events, progress);
+  try {
+    return sim::simulate(inputs.scenario, inputs.sim_options, bounded);
+  } catch (const trace::EventBoundExceeded& e) {
+    std::fprintf(stderr, "%s\n", work_bound_message(options.scenario, e.max_events).c_str());
+    return std::nullopt;
+  }
+}
+
+// Appends to a failure's explanation what avoids it, said only once a re-simulation with the
+// change passed (a few runs, each within --max-events).
+std::vector<sim::Remedy> explain_remedies(const RunOptions& options, const RunInputs& inputs,
+                                          sim::Outcome& outcome) {
+  std::vector<sim::Remedy> remedies =
+      sim::verified_remedies(inputs.scenario, inputs.sim_options, outcome, options.max_events);
   if (outcome.failure &&
       (!remedies.empty() || outcome.kind == sim::OutcomeKind::FetchQueueMismatch)) {
     std::string& explanation = outcome.failure->explanation;
@@ -255,117 +334,169 @@ int run(const RunOptions& options) {
     }
     explanation += remedy_text(remedies);
   }
-  timeline.finish();
-  if (timeline.summary().overflowed) {
+  return remedies;
+}
+
+// Writes the Chrome trace, the replay schedule, the report and the Chakra traces into their
+// opened files (committed by RunFiles::finish()).
+void write_outputs(const RunInputs& inputs, const sim::Outcome& outcome,
+                   const sim::Calibration& calibration, RunSinks& sinks, RunFiles& files) {
+  const model::Scenario& scenario = inputs.scenario;
+  const sim::Timeline& timeline = *sinks.timeline;
+  if (files.timeline != nullptr) {
+    sim::ChromeTraceNotes notes;
+    if (outcome.failure) {
+      notes.failure_title = outcome_summary(scenario, outcome);
+      notes.failure_message = outcome.failure->message;
+    }
+    if (!sinks.chrome_trace->write(files.timeline->stream(), notes)) {
+      files.timeline->fail(sinks.chrome_trace->error());
+    }
+  }
+  if (files.schedule != nullptr) {
+    write_text(*files.schedule,
+               sim::replay_schedule_json(timeline.recording(), timeline.summary(), scenario,
+                                         calibration, *sinks.drain_marks));
+  }
+  if (files.report != nullptr) {
+    RunReportInput report;
+    report.scenario = &scenario;
+    report.discovery = inputs.discovery;
+    report.outcome = &outcome;
+    report.summary = &timeline.summary();
+    report.recording = &timeline.recording();
+    report.calibration = calibration.name;
+    write_text(*files.report, run_report_html(report));
+  }
+#ifdef ZFETCH_HAVE_CHAKRA
+  if (!files.chakra.empty()) {
+    const std::vector<int32_t> schedule_of = sim::simulated_rank_of_each_rank(scenario);
+    std::map<int32_t, std::string> nodes;  // per simulated rank: every file running it shares them
+    for (size_t r = 0; r < files.chakra.size(); ++r) {
+      auto [at, fresh] = nodes.try_emplace(schedule_of[r]);
+      if (fresh) {
+        at->second = sim::chakra_nodes(timeline.recording(), scenario, schedule_of[r]);
+      }
+      write_text(*files.chakra[r],
+                 sim::chakra_metadata(scenario, schedule_of[r], static_cast<int32_t>(r)));
+      write_text(*files.chakra[r], at->second);
+    }
+  }
+#endif
+  sinks.flush_trace();
+}
+
+// What the run found, for the printed result.
+struct RunResult {
+  const sim::Outcome& outcome;
+  const std::vector<sim::Remedy>& remedies;
+  bool hazardous;  // hazards matter only when the run passed
+  const std::vector<sim::HazardChange>& changes;
+  const sim::Calibration& calibration;
+};
+
+void print_json(const RunInputs& inputs, const RunResult& result, const sim::Timeline& timeline) {
+  const model::Scenario& scenario = inputs.scenario;
+  nlohmann::ordered_json j = outcome_json(scenario, inputs.discovery, result.outcome);
+  j["remedies"] = remedy_json(scenario, result.remedies);
+  j["hazards"] = result.hazardous ? hazard_json(scenario, result.outcome, result.changes)
+                                  : nlohmann::ordered_json::array();
+  for (const model::ResolvedAuto& resolved : scenario.config.resolved_auto) {
+    j["hf_auto"][resolved.key] = {{"value", resolved.value}, {"rule", resolved.rule}};
+  }
+  j["calibration"] = result.calibration.name;
+  j["timeline"] =
+      nlohmann::ordered_json::parse(sim::format_summary_json(timeline.summary(), scenario));
+  std::puts(j.dump(2).c_str());
+}
+
+// The outcome, the explanation and the timeline table; false when the step log could not be
+// read back (reported on stderr).
+bool print_text(const RunOptions& options, const RunInputs& inputs, const RunResult& result,
+                RunSinks& sinks) {
+  const model::Scenario& scenario = inputs.scenario;
+  const sim::Outcome& outcome = result.outcome;
+  const sim::Timeline& timeline = *sinks.timeline;
+  const bool colour = colour_wanted(stdout);
+  std::fputs(outcome_text(scenario, inputs.discovery, outcome, colour).c_str(), stdout);
+  if (result.hazardous) {
+    std::fputs(hazard_text(scenario, inputs.discovery, outcome, result.changes, colour).c_str(),
+               stdout);
+  }
+  if (const std::string autos = resolved_auto_text(scenario); !autos.empty()) {
+    std::printf("\nds_config \"auto\" values, filled as the HF integration fills them:\n%s",
+                autos.c_str());
+  }
+  std::printf("\nsimulated time (calibration: %s)\n", result.calibration.name.c_str());
+  SummaryTextOptions text_options;
+  text_options.per_module = options.per_module;
+  text_options.module_rows = options.all_modules ? 0 : text_options.module_rows;
+  if (outcome.kind == sim::OutcomeKind::Hang || outcome.kind == sim::OutcomeKind::RankDivergence) {
+    text_options.last_step = outcome.failure->step;
+  }
+  if (!sinks.step_log) {
+    std::fputs(summary_text(timeline.summary(), scenario, text_options).c_str(), stdout);
+    return true;
+  }
+  sim::StepLog& step_log = *sinks.step_log;
+  const StepSource steps = [&](const std::function<void(const sim::StepSummary&)>& visit) {
+    step_log.for_each(visit);
+  };
+  write_summary_text(stdout, timeline.summary(), steps, scenario, text_options);
+  if (!step_log.error().empty()) {
+    std::fprintf(stderr, "zfetch: error: %s\n", step_log.error().c_str());
+    return false;
+  }
+  return true;
+}
+
+int run(const RunOptions& options) {
+  std::optional<RunInputs> inputs = load_inputs(options);
+  if (!inputs) {
+    return kExitBadInput;
+  }
+  RunFiles files;
+  if (!files.open(options, inputs->scenario)) {
+    return kExitBadInput;
+  }
+  const std::optional<sim::Calibration> calibration =
+      load_run_calibration(options, inputs->scenario);
+  if (!calibration) {
+    return kExitBadInput;
+  }
+  RunSinks sinks(options, *inputs, files, *calibration);
+  // The outputs' temporaries are removed as `files` goes out of scope on every early return.
+  std::optional<sim::Outcome> simulated = simulate_bounded(options, *inputs, *sinks.timeline);
+  if (!simulated) {
+    return kExitBadInput;
+  }
+  sim::Outcome& outcome = *simulated;
+  const std::vector<sim::Remedy> remedies = explain_remedies(options, *inputs, outcome);
+  sinks.timeline->finish();
+  if (sinks.timeline->summary().overflowed) {
     std::fprintf(stderr, "%s: error: %s\n", options.scenario.c_str(),
                  std::string(sim::kTimelineOverflowMessage).c_str());
     return kExitBadInput;
   }
-  if (timeline_out != nullptr) {
-    sim::ChromeTraceNotes notes;
-    if (outcome.failure) {
-      notes.failure_title = outcome_summary(*scenario, outcome);
-      notes.failure_message = outcome.failure->message;
-    }
-    if (!chrome_trace->write(timeline_out->stream(), notes)) {
-      timeline_out->fail(chrome_trace->error());
-    }
-  }
-  if (schedule_out != nullptr) {
-    write_text(*schedule_out,
-               sim::replay_schedule_json(timeline.recording(), timeline.summary(), *scenario,
-                                         *calibration.calibration, drain_marks));
-  }
-  if (report_out != nullptr) {
-    RunReportInput report;
-    report.scenario = &*scenario;
-    report.discovery = *discovery;
-    report.outcome = &outcome;
-    report.summary = &timeline.summary();
-    report.recording = &timeline.recording();
-    report.calibration = calibration.calibration->name;
-    write_text(*report_out, run_report_html(report));
-  }
-#ifdef ZFETCH_HAVE_CHAKRA
-  if (!chakra_outs.empty()) {
-    const std::vector<int32_t> schedule_of = sim::simulated_rank_of_each_rank(*scenario);
-    std::map<int32_t, std::string> nodes;  // per simulated rank: every file running it shares them
-    for (size_t r = 0; r < chakra_outs.size(); ++r) {
-      auto [at, fresh] = nodes.try_emplace(schedule_of[r]);
-      if (fresh) {
-        at->second = sim::chakra_nodes(timeline.recording(), *scenario, schedule_of[r]);
-      }
-      write_text(*chakra_outs[r],
-                 sim::chakra_metadata(*scenario, schedule_of[r], static_cast<int32_t>(r)));
-      write_text(*chakra_outs[r], at->second);
-    }
-  }
-#endif
-  if (writer) {
-    writer->flush();  // a failure is seen by finish_outputs, with the other outputs
-  }
-  std::vector<OutputFile*> files;
-  for (const auto& out : outputs) {
-    files.push_back(out.get());
-  }
-  if (!finish_outputs(files)) {
+  write_outputs(*inputs, outcome, *calibration, sinks, files);
+  if (!files.finish()) {
     return kExitBadInput;
   }
-  if (chakra_dir) {
-    chakra_dir->keep();
-  }
-  // Hazards matter only when the run passed; the re-simulation runs only when there are some.
+  // The hazards' re-simulation runs only when there are some.
   const bool hazardous = !outcome.failure && !outcome.hazards.empty();
   const std::vector<sim::HazardChange> changes =
-      hazardous ? sim::resimulate_hazard_changes(*scenario, sim_options)
+      hazardous ? sim::resimulate_hazard_changes(inputs->scenario, inputs->sim_options)
                 : std::vector<sim::HazardChange>{};
+  const RunResult result{outcome, remedies, hazardous, changes, *calibration};
   if (options.trace_path != "-") {
     if (options.json) {
-      nlohmann::ordered_json j = outcome_json(*scenario, *discovery, outcome);
-      j["remedies"] = remedy_json(*scenario, remedies);
-      j["hazards"] =
-          hazardous ? hazard_json(*scenario, outcome, changes) : nlohmann::ordered_json::array();
-      for (const model::ResolvedAuto& resolved : scenario->config.resolved_auto) {
-        j["hf_auto"][resolved.key] = {{"value", resolved.value}, {"rule", resolved.rule}};
-      }
-      j["calibration"] = calibration.calibration->name;
-      j["timeline"] =
-          nlohmann::ordered_json::parse(sim::format_summary_json(timeline.summary(), *scenario));
-      std::puts(j.dump(2).c_str());
-    } else {
-      const bool colour = colour_wanted(stdout);
-      std::fputs(outcome_text(*scenario, *discovery, outcome, colour).c_str(), stdout);
-      if (hazardous) {
-        std::fputs(hazard_text(*scenario, *discovery, outcome, changes, colour).c_str(), stdout);
-      }
-      if (const std::string autos = resolved_auto_text(*scenario); !autos.empty()) {
-        std::printf("\nds_config \"auto\" values, filled as the HF integration fills them:\n%s",
-                    autos.c_str());
-      }
-      std::printf("\nsimulated time (calibration: %s)\n", calibration.calibration->name.c_str());
-      SummaryTextOptions text_options;
-      text_options.per_module = options.per_module;
-      text_options.module_rows = options.all_modules ? 0 : text_options.module_rows;
-      if (outcome.kind == sim::OutcomeKind::Hang ||
-          outcome.kind == sim::OutcomeKind::RankDivergence) {
-        text_options.last_step = outcome.failure->step;
-      }
-      if (step_log) {
-        const StepSource steps = [&](const std::function<void(const sim::StepSummary&)>& visit) {
-          step_log->for_each(visit);
-        };
-        write_summary_text(stdout, timeline.summary(), steps, *scenario, text_options);
-        if (!step_log->error().empty()) {
-          std::fprintf(stderr, "zfetch: error: %s\n", step_log->error().c_str());
-          return kExitBadInput;
-        }
-      } else {
-        std::fputs(summary_text(timeline.summary(), *scenario, text_options).c_str(), stdout);
-      }
+      print_json(*inputs, result, *sinks.timeline);
+    } else if (!print_text(options, *inputs, result, sinks)) {
+      return kExitBadInput;
     }
   }
-  if (order_sink) {
-    if (const std::optional<diag::Diagnostic> failure = order_sink->finish()) {
+  if (sinks.order) {
+    if (const std::optional<diag::Diagnostic> failure = sinks.order->finish()) {
       std::fputs(diag::render(*failure).c_str(), stderr);
       return kExitMismatch;
     }

@@ -109,20 +109,17 @@ std::string planned_work_message(const std::string& file, uint64_t operations,
       max_events);
 }
 
-WorkBoundSink::WorkBoundSink(uint64_t max_events, trace::EventSink& next)
-    : max_events_(max_events), progress_(::isatty(STDERR_FILENO) == 1), next_(next) {}
+ProgressSink::ProgressSink(trace::EventSink& next)
+    : progress_(::isatty(STDERR_FILENO) == 1), next_(next) {}
 
-WorkBoundSink::~WorkBoundSink() {
+ProgressSink::~ProgressSink() {
   if (progress_shown_) {
     std::fputs("\r\033[K", stderr);
   }
 }
 
-void WorkBoundSink::on_event(const trace::Event& event) {
-  if (++events_ > max_events_) {
-    throw WorkBoundExceeded{max_events_};
-  }
-  if (progress_ && (events_ & kProgressMask) == 0) {
+void ProgressSink::on_event(const trace::Event& event) {
+  if (progress_ && (++events_ & kProgressMask) == 0) {
     std::fprintf(stderr, "\rzfetch: %llu events simulated (rank %d, step %d)\033[K",
                  static_cast<unsigned long long>(events_), static_cast<int>(event.rank),
                  static_cast<int>(event.step));

@@ -15,26 +15,19 @@ namespace zfetch::tools {
 /// repository (the largest emits about 10^5 events).
 inline constexpr uint64_t kDefaultMaxEvents = 50'000'000;
 
-/// Thrown by WorkBoundSink out of sim::simulate() when the bound is passed; only tools/
-/// throws and catches it.
-struct WorkBoundExceeded {
-  uint64_t max_events;
-};
-
-/// Passes events on to `next`, counting them. Past `max_events` it throws WorkBoundExceeded.
-/// When stderr is a terminal it keeps a progress line there (rewritten in place, erased by
-/// the destructor), so a long run shows that it is alive; elsewhere it prints nothing.
-class WorkBoundSink final : public trace::EventSink {
+/// Passes events on to `next`. When stderr is a terminal it keeps a progress line there
+/// (rewritten in place, erased by the destructor), so a long run shows that it is alive;
+/// elsewhere it prints nothing. The bound itself is a trace::BoundedSink in front of it.
+class ProgressSink final : public trace::EventSink {
  public:
-  WorkBoundSink(uint64_t max_events, trace::EventSink& next);
-  ~WorkBoundSink() override;
-  WorkBoundSink(const WorkBoundSink&) = delete;
-  WorkBoundSink& operator=(const WorkBoundSink&) = delete;
+  explicit ProgressSink(trace::EventSink& next);
+  ~ProgressSink() override;
+  ProgressSink(const ProgressSink&) = delete;
+  ProgressSink& operator=(const ProgressSink&) = delete;
 
   void on_event(const trace::Event& event) override;
 
  private:
-  uint64_t max_events_;
   uint64_t events_ = 0;
   bool progress_;
   bool progress_shown_ = false;

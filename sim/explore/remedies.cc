@@ -11,6 +11,7 @@
 #include "model/config_override.h"
 #include "model/persistence.h"
 #include "sim/initial_state.h"
+#include "trace/bounded_sink.h"
 #include "trace/sink.h"
 
 namespace zfetch::sim {
@@ -18,23 +19,6 @@ namespace {
 
 using model::ModuleIndex;
 using model::ParamIndex;
-
-// A re-simulation that passed its event budget: the candidate is dropped, never offered.
-struct BudgetSpent {};
-
-class BudgetSink final : public trace::EventSink {
- public:
-  explicit BudgetSink(uint64_t max_events) : left_(max_events) {}
-  void on_event(const trace::Event&) override {
-    if (left_ == 0) {
-      throw BudgetSpent{};
-    }
-    --left_;
-  }
-
- private:
-  uint64_t left_;
-};
 
 // The re-simulations of one failure, counted against kMaxRemedySimulations.
 class Resimulator {
@@ -51,11 +35,12 @@ class Resimulator {
     ++runs_;
     Options options = options_;
     options.discovery = discovery;
-    BudgetSink sink(max_events_);
+    trace::NullSink discard;
+    trace::BoundedSink bounded(max_events_, discard);
     try {
-      return simulate(changed, options, sink);
-    } catch (const BudgetSpent&) {
-      return std::nullopt;
+      return simulate(changed, options, bounded);
+    } catch (const trace::EventBoundExceeded&) {
+      return std::nullopt;  // a candidate whose run passed the bound is dropped, never offered
     }
   }
 

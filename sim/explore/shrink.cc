@@ -75,16 +75,13 @@ Scenario rebuild(const Scenario& s, std::vector<bool> module_gone, std::vector<b
   }
   std::vector<ModuleIndex> module_map(s.modules.size(), kNone);
   std::vector<ParamIndex> param_map(s.params.size(), kNone);
-  Scenario out;
-  out.path = s.path;
-  out.name = s.name;
-  out.source = s.source;
-  out.world_size = s.world_size;
-  out.input_requires_grad = s.input_requires_grad;
-  out.zenflow = s.zenflow;
-  out.schedule = s.schedule;
-  out.config = s.config;
-  out.timing = s.timing;
+  // Everything but the tree, which is rebuilt below, and what names its modules (the
+  // expectations and the graph).
+  Scenario out = s;
+  out.modules.clear();
+  out.params.clear();
+  out.expectations.clear();
+  out.graph = model::ModuleGraph();
   for (ModuleIndex m = 0; m < s.modules.size(); ++m) {
     if (!module_gone[m]) {
       module_map[m] = static_cast<ModuleIndex>(out.modules.size());

@@ -109,6 +109,19 @@ void check_step(const TimelineSummary& summary, size_t step, const Expected& e) 
   CHECK(s.step_ns == s.compute_ns + s.exposed_comm_ns);
 }
 
+// Two training steps of `body` at world 2 under `deepspeed`; step 0 (the RECORD pass) must
+// be `record`.
+Result two_steps(std::string_view deepspeed, std::string_view body, const Expected& record) {
+  Result r = run(scenario_text(2, deepspeed, body, 2));
+  REQUIRE(r.summary.steps.size() == 2);
+  check_step(r.summary, 0, record);
+  return r;
+}
+
+constexpr std::string_view kNoReuse =
+    "  zero_optimization: {stage: 3, stage3_prefetch_bucket_size: 0,"
+    " stage3_max_reuse_distance: 0}\n";
+
 TEST_SUITE("timeline") {
   TEST_CASE("scenario timing: one Linear on one rank costs only its compute") {
     // Root module = the Linear itself (world 1, so no collective is issued and N = 1 costs 0).
@@ -213,22 +226,14 @@ TEST_SUITE("timeline") {
     // Step 1 (COMPLETE) differs by stage3_max_reuse_distance.
     const Expected record{720'000, 600'000, 4 * kGather4MB, 4, 4 * kWeightBytes, kWeightBytes};
     SUBCASE("distance 0") {
-      const Result r =
-          run(scenario_text(2,
-                            "  zero_optimization: {stage: 3, stage3_prefetch_bucket_size: 0,"
-                            " stage3_max_reuse_distance: 0}\n",
-                            kTwoLinears, 2));
-      REQUIRE(r.summary.steps.size() == 2);
-      check_step(r.summary, 0, record);
+      const Result r = two_steps(kNoReuse, kTwoLinears, record);
       // params_to_release: the reuse walk stops before the first module (seen 0 >= 0), so
       // every weight is released after its forward and gathered again in backward: the same
       // as RECORD, 4 gathers, 16e6 B, 120'000 exposed, step 720'000.
       check_step(r.summary, 1, record);
     }
     SUBCASE("default distance 1e9") {
-      const Result r = run(scenario_text(2, kNoPrefetch, kTwoLinears, 2));
-      REQUIRE(r.summary.steps.size() == 2);
-      check_step(r.summary, 0, record);
+      const Result r = two_steps(kNoPrefetch, kTwoLinears, record);
       // Each weight's backward use lies within 1e9 elements of the trace: kept after forward,
       // so only the 2 forward gathers remain: exposed 60'000, step 660'000, 8e6 B;
       // both weights live at once: peak 8e6 B.
@@ -264,21 +269,13 @@ TEST_SUITE("timeline") {
     //   step = 900'000 + 6 x 30'000 = 1'080'000.
     const Expected record{1'080'000, 900'000, 6 * kGather4MB, 6, 6 * kWeightBytes, kWeightBytes};
     SUBCASE("reuse distance 0: released after every use") {
-      const Result r =
-          run(scenario_text(2,
-                            "  zero_optimization: {stage: 3, stage3_prefetch_bucket_size: 0,"
-                            " stage3_max_reuse_distance: 0}\n",
-                            kThreeLinears, 2));
-      REQUIRE(r.summary.steps.size() == 2);
-      check_step(r.summary, 0, record);
+      const Result r = two_steps(kNoReuse, kThreeLinears, record);
       // COMPLETE releases as RECORD did: peak stays one weight.
       check_step(r.summary, 1, record);
       CHECK(r.summary.peak_live_bytes == kWeightBytes);
     }
     SUBCASE("default reuse distance: kept from forward to backward") {
-      const Result r = run(scenario_text(2, kNoPrefetch, kThreeLinears, 2));
-      REQUIRE(r.summary.steps.size() == 2);
-      check_step(r.summary, 0, record);
+      const Result r = two_steps(kNoPrefetch, kThreeLinears, record);
       // COMPLETE: all three weights stay live from their forward to their backward, so at the
       // end of forward 3 x 4e6 = 12e6 B are live; only the 3 forward gathers are exposed:
       //   step = 900'000 + 90'000 = 990'000 (rs of l3 and l2, 30'000 each, hide under the
