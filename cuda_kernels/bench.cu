@@ -117,7 +117,7 @@ std::vector<std::uint64_t> param_offsets(const BucketLayout& layout, std::uint64
 // The kernel and a plain copy of the same bytes, on rank 0's GPU, `sim` shards in one buffer.
 void time_local(NcclWorld& world, const BucketLayout& layout, const BenchConfig& config,
                 Timing* memcpy_d2d, Timing& kernel, std::uint32_t* chunks,
-                double* table_build_ns = nullptr, int variant = kDefaultGatherVariant,
+                double* table_build_ns = nullptr, GatherVariant variant = kDefaultGatherVariant,
                 std::uint32_t chunk_bytes = 0, int grid_divisor = 1) {
   LocalRank& lr = world.local()[0];
   ZFETCH_CUDA_CHECK(cudaSetDevice(lr.device));
@@ -219,14 +219,26 @@ NcclTimes time_nccl(NcclWorld& world, const BucketLayout& layout, const BenchCon
     ranks.push_back(std::move(pr));
   }
   const ncclDataType_t type = nccl_type(layout.elem_bytes, false);
-  auto gather_all = [&](std::uint64_t k) {
-    std::vector<const std::byte*> send;
-    std::vector<std::byte*> recv;
+  // Every rank's shard (`send`) and gathered buffer (`recv`) of buffer set k.
+  const auto sends = [&](std::uint64_t k) {
+    std::vector<std::byte*> v;
     for (PerRank& pr : ranks) {
-      send.push_back(pr.send.get() + k * send_set);
-      recv.push_back(pr.recv.get() + k * recv_set);
+      v.push_back(pr.send.get() + k * send_set);
     }
-    all_gather(world, send, recv, layout.rank_numel, type);
+    return v;
+  };
+  const auto recvs = [&](std::uint64_t k) {
+    std::vector<std::byte*> v;
+    for (PerRank& pr : ranks) {
+      v.push_back(pr.recv.get() + k * recv_set);
+    }
+    return v;
+  };
+  const auto read_only = [](const std::vector<std::byte*>& v) {
+    return std::vector<const std::byte*>(v.begin(), v.end());
+  };
+  auto gather_all = [&](std::uint64_t k) {
+    all_gather(world, read_only(sends(k)), recvs(k), layout.rank_numel, type);
   };
   NcclTimes t;
   if (collectives_alone) {
@@ -234,28 +246,33 @@ NcclTimes time_nccl(NcclWorld& world, const BucketLayout& layout, const BenchCon
                            [&](int it) { gather_all(static_cast<std::uint64_t>(it % sets)); });
     t.reduce_scatter = time_on(world.local(), config.samples, [&](int it) {
       const auto k = static_cast<std::uint64_t>(it % sets);
-      std::vector<const std::byte*> send;
-      std::vector<std::byte*> recv;
-      for (PerRank& pr : ranks) {
-        send.push_back(pr.recv.get() + k * recv_set);
-        recv.push_back(pr.send.get() + k * send_set);
-      }
-      reduce_scatter(world, send, recv, layout.rank_numel, type);
+      reduce_scatter(world, read_only(recvs(k)), sends(k), layout.rank_numel, type);
     });
   }
+  // Each param's output in buffer set k of `pr`.
   std::vector<std::byte*> dst(off.size());
-  t.ag_copies = time_on(world.local(), config.samples, [&](int it) {
-    const auto k = static_cast<std::uint64_t>(it % sets);
-    gather_all(k);
-    std::size_t q = 0;
-    for (LocalRank& lr : world.local()) {
-      PerRank& pr = ranks[q++];
-      ZFETCH_CUDA_CHECK(cudaSetDevice(lr.device));
-      for (std::size_t i = 0; i < off.size(); ++i) {
-        dst[i] = pr.out.get() + k * out_set + off[i];
-      }
-      t.copies = copy_params_per_slice(layout, pr.recv.get() + k * recv_set, dst, lr.stream);
+  const auto outputs_of = [&](PerRank& pr, std::uint64_t k) -> const std::vector<std::byte*>& {
+    for (std::size_t i = 0; i < off.size(); ++i) {
+      dst[i] = pr.out.get() + k * out_set + off[i];
     }
+    return dst;
+  };
+  // The time of an all-gather of buffer set `it % sets` followed on each rank q by
+  // after(q, its buffers, its stream, the set).
+  const auto time_gather_then = [&](auto&& after) {
+    return time_on(world.local(), config.samples, [&](int it) {
+      const auto k = static_cast<std::uint64_t>(it % sets);
+      gather_all(k);
+      std::size_t q = 0;
+      for (LocalRank& lr : world.local()) {
+        ZFETCH_CUDA_CHECK(cudaSetDevice(lr.device));
+        after(q, ranks[q], lr.stream, k);
+        ++q;
+      }
+    });
+  };
+  t.ag_copies = time_gather_then([&](std::size_t, PerRank& pr, cudaStream_t s, std::uint64_t k) {
+    t.copies = copy_params_per_slice(layout, pr.recv.get() + k * recv_set, outputs_of(pr, k), s);
   });
   if (copy_baselines) {
     // The per-slice copies the fastest ways CUDA offers: captured once per rank and buffer set
@@ -266,13 +283,11 @@ NcclTimes time_nccl(NcclWorld& world, const BucketLayout& layout, const BenchCon
       PerRank& pr = ranks[q];
       ZFETCH_CUDA_CHECK(cudaSetDevice(lr.device));
       for (std::uint64_t k = 0; k < k64; ++k) {
-        for (std::size_t i = 0; i < off.size(); ++i) {
-          dst[i] = pr.out.get() + k * out_set + off[i];
-        }
+        const std::vector<std::byte*>& outputs = outputs_of(pr, k);
         cudaGraph_t graph = nullptr;
         cudaGraphExec_t exec = nullptr;
         ZFETCH_CUDA_CHECK(cudaStreamBeginCapture(lr.stream, cudaStreamCaptureModeThreadLocal));
-        copy_params_per_slice(layout, pr.recv.get() + k * recv_set, dst, lr.stream);
+        copy_params_per_slice(layout, pr.recv.get() + k * recv_set, outputs, lr.stream);
         ZFETCH_CUDA_CHECK(cudaStreamEndCapture(lr.stream, &graph));
         ZFETCH_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
         ZFETCH_CUDA_CHECK(cudaGraphDestroy(graph));
@@ -280,44 +295,21 @@ NcclTimes time_nccl(NcclWorld& world, const BucketLayout& layout, const BenchCon
       }
       ++q;
     }
-    t.ag_graph = time_on(world.local(), config.samples, [&](int it) {
-      const auto k = static_cast<std::uint64_t>(it % sets);
-      gather_all(k);
-      std::size_t r = 0;
-      for (LocalRank& lr : world.local()) {
-        ZFETCH_CUDA_CHECK(cudaSetDevice(lr.device));
-        ZFETCH_CUDA_CHECK(cudaGraphLaunch(graphs[r++][k], lr.stream));
-      }
+    t.ag_graph = time_gather_then([&](std::size_t r, PerRank&, cudaStream_t s, std::uint64_t k) {
+      ZFETCH_CUDA_CHECK(cudaGraphLaunch(graphs[r][k], s));
     });
     for (std::vector<cudaGraphExec_t>& per_rank : graphs) {
       for (cudaGraphExec_t exec : per_rank) {
         ZFETCH_CUDA_CHECK(cudaGraphExecDestroy(exec));
       }
     }
-    t.ag_batched = time_on(world.local(), config.samples, [&](int it) {
-      const auto k = static_cast<std::uint64_t>(it % sets);
-      gather_all(k);
-      std::size_t r = 0;
-      for (LocalRank& lr : world.local()) {
-        PerRank& pr = ranks[r++];
-        ZFETCH_CUDA_CHECK(cudaSetDevice(lr.device));
-        for (std::size_t i = 0; i < off.size(); ++i) {
-          dst[i] = pr.out.get() + k * out_set + off[i];
-        }
-        copy_params_batched(layout, pr.recv.get() + k * recv_set, dst, lr.stream);
-      }
+    t.ag_batched = time_gather_then([&](std::size_t, PerRank& pr, cudaStream_t s, std::uint64_t k) {
+      copy_params_batched(layout, pr.recv.get() + k * recv_set, outputs_of(pr, k), s);
     });
   }
-  t.ag_kernel = time_on(world.local(), config.samples, [&](int it) {
-    const auto k = static_cast<std::uint64_t>(it % sets);
-    gather_all(k);
-    std::size_t q = 0;
-    for (LocalRank& lr : world.local()) {
-      PerRank& pr = ranks[q++];
-      ZFETCH_CUDA_CHECK(cudaSetDevice(lr.device));
-      pr.gather->launch(lr.stream, static_cast<std::ptrdiff_t>(k * recv_set),
-                        static_cast<std::ptrdiff_t>(k * out_set));
-    }
+  t.ag_kernel = time_gather_then([&](std::size_t, PerRank& pr, cudaStream_t s, std::uint64_t k) {
+    pr.gather->launch(s, static_cast<std::ptrdiff_t>(k * recv_set),
+                      static_cast<std::ptrdiff_t>(k * out_set));
   });
   LocalRank& first = world.local()[0];
   ZFETCH_CUDA_CHECK(cudaSetDevice(first.device));
@@ -370,15 +362,22 @@ BenchResult run_bench(NcclWorld& world, const BenchConfig& config) {
     }
     const BucketLayout sim =
         make_bucket_layout(bench_bucket_numels(bytes, 2, unit), config.sim_world, 2);
-    // {variant, chunk bytes (0: auto), grid divisor}
-    static constexpr int kTrials[][3] = {{5, 0, 1}, {6, 0, 1},    {7, 0, 1}, {1, 0, 1},
-                                         {0, 0, 1}, {0, 8192, 2}, {4, 0, 1}};
-    for (const auto& trial : kTrials) {
+    struct Trial {
+      GatherVariant variant;
+      std::uint32_t chunk_bytes;  // 0: auto
+      int grid_divisor;
+    };
+    static constexpr Trial kTrials[] = {
+        {GatherVariant::Tile8K, 0, 1},        {GatherVariant::Tile16K, 0, 1},
+        {GatherVariant::Tile16K512, 0, 1},    {GatherVariant::Warp8, 0, 1},
+        {GatherVariant::Warp4, 0, 1},         {GatherVariant::Warp4, 8192, 2},
+        {GatherVariant::Warp8Streaming, 0, 1}};
+    for (const Trial& trial : kTrials) {
       VariantPoint vp;
       vp.bytes = sim.output_bytes();
-      vp.variant = trial[0];
-      vp.chunk_bytes = static_cast<std::uint32_t>(trial[1]);
-      vp.grid_divisor = trial[2];
+      vp.variant = trial.variant;
+      vp.chunk_bytes = trial.chunk_bytes;
+      vp.grid_divisor = trial.grid_divisor;
       time_local(world, sim, config, &vp.memcpy_d2d, vp.kernel, &vp.chunks, nullptr, vp.variant,
                  vp.chunk_bytes, vp.grid_divisor);
       result.variants.push_back(vp);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda_kernels/gather_variant.h"
 #include "cuda_kernels/nccl_world.h"
 
 namespace zfetch::gpu {
@@ -61,7 +62,7 @@ struct SmallParamsPoint {
 /// One kernel variant / chunk size on a large bucket, with a memcpy of the same run.
 struct VariantPoint {
   std::uint64_t bytes = 0;
-  int variant = 0;
+  GatherVariant variant = kDefaultGatherVariant;
   std::uint32_t chunk_bytes = 0;  ///< 0: choose_chunk_bytes
   std::uint32_t chunks = 0;
   int grid_divisor = 1;  ///< persistent grid = resident blocks / grid_divisor

@@ -4,7 +4,9 @@
 // threads copies a chunk with 16-byte vectors when source and destination share their
 // alignment, else 4-byte words (funnel-shifted when they differ mod 4).
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
+#include <iterator>
 
 #include "cuda_kernels/check.h"
 #include "cuda_kernels/gather_kernel.cuh"
@@ -202,64 +204,54 @@ BucketLayout padding_off_by_one(const BucketLayout& layout) {
   return wrong;
 }
 
+using TileKernel = void (*)(const DeviceChunk*, std::ptrdiff_t, std::ptrdiff_t);
+using WarpKernel = void (*)(const DeviceChunk*, std::uint32_t, std::ptrdiff_t, std::ptrdiff_t);
+
+// One variant's kernel: a tile kernel <threads, 16-byte vectors per thread> (a tile is
+// threads x vectors x 16 bytes) or a persistent grid's <loads in flight per lane, cache hint>.
+struct VariantKernel {
+  TileShape tile;  // {0, 0}: a persistent grid
+  TileKernel tile_kernel;
+  WarpKernel warp_kernel;
+};
+
+// By GatherVariant value.
+const VariantKernel kVariantKernels[] = {
+    {{}, nullptr, gather_kernel<4, 0>},                    // Warp4
+    {{}, nullptr, gather_kernel<8, 0>},                    // Warp8
+    {{}, nullptr, gather_kernel<4, 1>},                    // Warp4Streaming
+    {{}, nullptr, gather_kernel<8, 2>},                    // Warp8NoAllocate
+    {{}, nullptr, gather_kernel<8, 1>},                    // Warp8Streaming
+    {{256, 8192}, tile_gather_kernel<256, 2>, nullptr},    // Tile8K
+    {{256, 16384}, tile_gather_kernel<256, 4>, nullptr},   // Tile16K
+    {{512, 16384}, tile_gather_kernel<512, 2>, nullptr}};  // Tile16K512
+static_assert(std::size(kVariantKernels) == kGatherVariantNames.kCount);
+
+const VariantKernel& variant_kernel(GatherVariant variant) {
+  return kVariantKernels[static_cast<std::size_t>(variant)];
+}
+
 }  // namespace
 
-TileShape tile_shape(int variant) {
-  switch (variant) {
-  case 5:
-    return {256, 8192};
-  case 6:
-    return {256, 16384};
-  case 7:
-    return {512, 16384};
-  default:
-    return {};
-  }
+TileShape tile_shape(GatherVariant variant) {
+  return variant_kernel(variant).tile;
 }
 
 void launch_gather(const DeviceChunk* chunks, std::uint32_t num_chunks, int grid,
                    std::ptrdiff_t src_shift, std::ptrdiff_t dst_shift, cudaStream_t stream,
-                   int variant) {
+                   GatherVariant variant) {
   if (num_chunks == 0) {
     return;
   }
-  const TileShape tile = tile_shape(variant);
-  if (tile.threads != 0) {
+  const VariantKernel& k = variant_kernel(variant);
+  if (k.tile_kernel != nullptr) {
     // One block per chunk: grid.x allows 2^31 - 1 blocks (4 KiB tiles: 8 TiB).
     if (num_chunks > 0x7fffffffU) {
       fail(__FILE__, __LINE__, "a tile gather of more than 2^31 - 1 chunks");
     }
-    if (variant == 5) {
-      tile_gather_kernel<256, 2><<<num_chunks, 256, 0, stream>>>(chunks, src_shift, dst_shift);
-    } else if (variant == 6) {
-      tile_gather_kernel<256, 4><<<num_chunks, 256, 0, stream>>>(chunks, src_shift, dst_shift);
-    } else {
-      tile_gather_kernel<512, 2><<<num_chunks, 512, 0, stream>>>(chunks, src_shift, dst_shift);
-    }
-    ZFETCH_CUDA_CHECK_LAUNCH();
-    return;
-  }
-  switch (variant) {
-  case 0:
-    gather_kernel<4, 0>
-        <<<grid, kGatherThreads, 0, stream>>>(chunks, num_chunks, src_shift, dst_shift);
-    break;
-  case 2:
-    gather_kernel<4, 1>
-        <<<grid, kGatherThreads, 0, stream>>>(chunks, num_chunks, src_shift, dst_shift);
-    break;
-  case 3:
-    gather_kernel<8, 2>
-        <<<grid, kGatherThreads, 0, stream>>>(chunks, num_chunks, src_shift, dst_shift);
-    break;
-  case 4:
-    gather_kernel<8, 1>
-        <<<grid, kGatherThreads, 0, stream>>>(chunks, num_chunks, src_shift, dst_shift);
-    break;
-  default:
-    gather_kernel<8, 0>
-        <<<grid, kGatherThreads, 0, stream>>>(chunks, num_chunks, src_shift, dst_shift);
-    break;
+    k.tile_kernel<<<num_chunks, k.tile.threads, 0, stream>>>(chunks, src_shift, dst_shift);
+  } else {
+    k.warp_kernel<<<grid, kGatherThreads, 0, stream>>>(chunks, num_chunks, src_shift, dst_shift);
   }
   ZFETCH_CUDA_CHECK_LAUNCH();
 }
@@ -277,7 +269,7 @@ int gather_resident_blocks() {
 
 FusedGather::FusedGather(const BucketLayout& layout, std::span<const std::byte* const> rank_src,
                          std::span<std::byte* const> param_dst, cudaStream_t stream,
-                         std::uint32_t max_chunk_bytes, int variant, PlantedBug planted)
+                         std::uint32_t max_chunk_bytes, GatherVariant variant, PlantedBug planted)
     : variant_(variant) {
   const int resident = gather_resident_blocks();
   const auto warps = static_cast<std::uint32_t>(resident * (kGatherThreads / 32));

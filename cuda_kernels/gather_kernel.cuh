@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "cuda_kernels/gather_variant.h"
 #include "cuda_kernels/partition.h"
 
 namespace zfetch::gpu {
@@ -23,18 +24,6 @@ struct alignas(16) DeviceChunk {
 /// Threads per block of the gather kernel (8 warps).
 inline constexpr int kGatherThreads = 256;
 
-/// Kernel variants, timed by `bench`.
-/// Tiles (one block per chunk of at most one tile, grid = chunks; 16-byte vectors per thread):
-/// 5: 8 KiB tiles of 256 threads, 2 vectors each; 6: 16 KiB of 256 threads, 4 each; 7: 16 KiB
-/// of 512 threads, 2 each.
-/// Persistent grid of warps (one warp per chunk; 16-byte loads in flight per lane, cache
-/// hints): 0: 4 plain; 1: 8 plain; 2: 4 streaming (ld/st.cs); 3: 8 with
-/// ld.nc.L1::no_allocate.L2::256B; 4: 8 streaming. A persistent grid can be given fewer blocks
-/// than the GPU holds (set_grid), which leaves room for kernels of other streams.
-inline constexpr int kGatherVariants = 8;
-inline constexpr int kDefaultGatherVariant = 5;
-inline constexpr int kPersistentGatherVariant = 1;
-
 /// Bugs planted on purpose so that tests can show `zfetch-gpu verify` reports each one (never set
 /// outside those tests): Overrun: the table's last chunk copies 16 bytes too many (writes past its
 /// param's end); PaddingOffByOne: the table is built with padding W - N mod W (the outer mod W
@@ -48,14 +37,14 @@ struct TileShape {
   std::uint32_t threads = 0;
   std::uint32_t bytes = 0;
 };
-[[nodiscard]] TileShape tile_shape(int variant);
+[[nodiscard]] TileShape tile_shape(GatherVariant variant);
 
 /// Launches the gather over `num_chunks` chunks in `chunks` (device memory) with `grid` blocks;
 /// every address is offset by `src_shift` / `dst_shift` bytes (benchmarks rotate buffer sets
 /// that way; 0 otherwise). Checks the launch.
 void launch_gather(const DeviceChunk* chunks, std::uint32_t num_chunks, int grid,
                    std::ptrdiff_t src_shift, std::ptrdiff_t dst_shift, cudaStream_t stream,
-                   int variant = kDefaultGatherVariant);
+                   GatherVariant variant = kDefaultGatherVariant);
 
 /// Blocks of a persistent grid on the current device: resident blocks (occupancy) times SMs.
 [[nodiscard]] int gather_resident_blocks();
@@ -74,7 +63,7 @@ class FusedGather {
   /// streams the kernel runs on do not order after it (seen: wrong elements on an H200).
   FusedGather(const BucketLayout& layout, std::span<const std::byte* const> rank_src,
               std::span<std::byte* const> param_dst, cudaStream_t stream,
-              std::uint32_t max_chunk_bytes = 0, int variant = kDefaultGatherVariant,
+              std::uint32_t max_chunk_bytes = 0, GatherVariant variant = kDefaultGatherVariant,
               PlantedBug planted = PlantedBug::None);
   ~FusedGather();
   FusedGather(const FusedGather&) = delete;
@@ -96,7 +85,7 @@ class FusedGather {
   std::uint32_t num_chunks_ = 0;
   std::uint32_t chunk_bytes_ = 0;
   int grid_ = 1;
-  int variant_ = kDefaultGatherVariant;
+  GatherVariant variant_ = kDefaultGatherVariant;
 };
 
 }  // namespace zfetch::gpu

@@ -131,10 +131,14 @@ void reduce_scatter(NcclWorld& world, std::span<const std::byte* const> send,
   ZFETCH_NCCL_CHECK(ncclGroupEnd());
 }
 
-std::size_t copy_params_per_slice(const BucketLayout& layout, const std::byte* gathered,
-                                  std::span<std::byte* const> param_dst, cudaStream_t stream) {
+namespace {
+
+// Calls visit(dst, src, bytes) for each (param, rank) slice of `gathered` that holds elements
+// (padding is not copied), in param order and rank order within a param.
+template <typename Visit>
+void for_each_slice(const BucketLayout& layout, const std::byte* gathered,
+                    std::span<std::byte* const> param_dst, Visit&& visit) {
   const std::uint64_t eb = layout.elem_bytes;
-  std::size_t copies = 0;
   for (std::size_t i = 0; i < layout.params.size(); ++i) {
     const ParamPartition& p = layout.params[i];
     for (std::uint32_t r = 0; r < layout.world; ++r) {
@@ -142,33 +146,36 @@ std::size_t copy_params_per_slice(const BucketLayout& layout, const std::byte* g
       if (n == 0) {
         break;
       }
-      const std::byte* src = gathered + r * layout.rank_bytes() + layout.input_offset[i] * eb;
-      std::byte* dst = param_dst[i] + r * p.part_numel * eb;
-      ZFETCH_CUDA_CHECK(cudaMemcpyAsync(dst, src, n * eb, cudaMemcpyDeviceToDevice, stream));
-      ++copies;
+      visit(param_dst[i] + r * p.part_numel * eb,
+            gathered + r * layout.rank_bytes() + layout.input_offset[i] * eb, n * eb);
     }
   }
+}
+
+}  // namespace
+
+std::size_t copy_params_per_slice(const BucketLayout& layout, const std::byte* gathered,
+                                  std::span<std::byte* const> param_dst, cudaStream_t stream) {
+  std::size_t copies = 0;
+  for_each_slice(
+      layout, gathered, param_dst, [&](std::byte* dst, const std::byte* src, std::uint64_t bytes) {
+        ZFETCH_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+        ++copies;
+      });
   return copies;
 }
 
 std::size_t copy_params_batched(const BucketLayout& layout, const std::byte* gathered,
                                 std::span<std::byte* const> param_dst, cudaStream_t stream) {
-  const std::uint64_t eb = layout.elem_bytes;
   std::vector<void*> dsts;
   std::vector<const void*> srcs;
   std::vector<std::size_t> sizes;
-  for (std::size_t i = 0; i < layout.params.size(); ++i) {
-    const ParamPartition& p = layout.params[i];
-    for (std::uint32_t r = 0; r < layout.world; ++r) {
-      const std::uint64_t n = real_numel(p, r);
-      if (n == 0) {
-        break;
-      }
-      srcs.push_back(gathered + r * layout.rank_bytes() + layout.input_offset[i] * eb);
-      dsts.push_back(param_dst[i] + r * p.part_numel * eb);
-      sizes.push_back(n * eb);
-    }
-  }
+  for_each_slice(layout, gathered, param_dst,
+                 [&](std::byte* dst, const std::byte* src, std::uint64_t bytes) {
+                   dsts.push_back(dst);
+                   srcs.push_back(src);
+                   sizes.push_back(bytes);
+                 });
   if (!dsts.empty()) {
     // One attribute for every copy: sources read in stream order (they are written by the
     // all-gather just before).

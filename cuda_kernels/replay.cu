@@ -18,6 +18,7 @@
 #include "cuda_kernels/partition.h"
 #include "cuda_kernels/replay.h"
 #include "cuda_kernels/replay_deps.h"
+#include "cuda_kernels/replay_walk.h"
 
 namespace zfetch::gpu {
 
@@ -50,9 +51,6 @@ void fill(std::byte* p, std::uint64_t bytes, std::uint64_t seed, cudaStream_t s)
   }
 }
 
-// kMark holds the step timing marks: each depends on compute's point but nothing depends on it,
-// so a mark adds no latency to compute's chain (on the chain, each cost 1.5-1.9 us on an H200).
-enum Chain : int { kCompute = 0, kComm = 1, kH2d = 2, kMark = 3 };
 using Ref = ReplayDeps::Ref;
 
 // Owns events, streams and a graph; everything a replay (or a calibration graph) needs. Nodes are
@@ -109,6 +107,12 @@ class Graph {
     }
     return s;
   }
+  // The node `capture(stream)` issues on `chain` after point(chain) (invalid when it adds none).
+  template <typename Capture>
+  Ref add(int chain, Capture&& capture) {
+    capture(prepare(chain));
+    return added(chain);
+  }
   // The last node the op just captured on `chain` added (invalid when it added none).
   Ref added(int chain) {
     const cudaGraphNode_t t = tail(streams_[chain]);
@@ -119,20 +123,14 @@ class Graph {
     nodes_.push_back(t);
     return deps_.add(chain, nodes_.size() - 1);
   }
-  // Compute waits for everything issued on the side streams so far.
-  void drain() {
-    depend(kCompute, deps_.last(kComm));
-    depend(kCompute, deps_.last(kH2d));
-  }
-  // A timing event recorded inside the graph when the compute point `at` is reached, on the
-  // marks' chain (compute does not wait for it). The replay adds a step's mark after the step's
-  // first op. Either way the mark delays the step by 0.2-0.4 us on an H200 (measured added before
-  // and after), which bench measures as step.fixed_ns the way the replay adds it.
-  cudaEvent_t timing_mark(const std::vector<Ref>& at) {
+  // The newest node of `chain` (invalid before its first).
+  const Ref& last(int chain) const { return deps_.last(chain); }
+  // A timing event recorded inside the graph on the marks' chain, after point(kMark)
+  // (timing_mark in replay_walk.h says what it waits for).
+  cudaEvent_t add_mark() {
     cudaEvent_t e = nullptr;
     ZFETCH_CUDA_CHECK(cudaEventCreate(&e));
     events_.push_back(e);
-    depend(kMark, at);
     ZFETCH_CUDA_CHECK(cudaEventRecordWithFlags(e, prepare(kMark), cudaEventRecordExternal));
     added(kMark);
     return e;
@@ -225,6 +223,15 @@ struct Bucket {
       g.gather->launch(s);
     }
   }
+  // This rank's shards copied from `host` into rank 0's slot of each group's input.
+  void copy_shards(const std::byte* host, cudaStream_t s) const {
+    for (const Group& g : groups) {
+      if (g.layout.rank_bytes() > 0) {
+        ZFETCH_CUDA_CHECK(
+            cudaMemcpyAsync(g.input.get(), host, g.layout.rank_bytes(), cudaMemcpyHostToDevice, s));
+      }
+    }
+  }
 };
 
 class BucketSet {
@@ -291,38 +298,6 @@ class BucketSet {
   std::map<std::uint32_t, DeviceBuffer> outputs_;
   std::uint64_t bytes_ = 0;
 };
-
-// A gather issued at compute's current point, as the timeline costs it: with `copy` the h2d copy
-// of this rank's shards first (into rank 0's slot of each group's input), then with `gather` the
-// fused gather on comm. Returns the node its waiters depend on (invalid if it added none).
-Ref issue_gather(Graph& g, const Bucket& b, const std::byte* host, bool copy, bool gather) {
-  const std::vector<Ref> issue = g.point(kCompute);
-  Ref ready;
-  if (copy) {
-    g.depend(kH2d, issue);
-    cudaStream_t s = g.prepare(kH2d);
-    for (const Bucket::Group& grp : b.groups) {
-      if (grp.layout.rank_bytes() > 0) {
-        ZFETCH_CUDA_CHECK(cudaMemcpyAsync(grp.input.get(), host, grp.layout.rank_bytes(),
-                                          cudaMemcpyHostToDevice, s));
-      }
-    }
-    ready = g.added(kH2d);
-  }
-  if (gather) {
-    if (ready.valid()) {
-      g.depend(kComm, ready);
-    } else {
-      g.depend(kComm, issue);
-    }
-    b.launch(g.prepare(kComm));
-    const Ref r = g.added(kComm);
-    if (r.valid()) {
-      ready = r;
-    }
-  }
-  return ready;
-}
 
 // Median over `samples` launches of a graph that repeats a body `reps` times, per body.
 template <typename Body>
@@ -465,7 +440,7 @@ void measure_fixed_costs(std::uint32_t world, cudaStream_t setup, ReplayCosts& m
   m.marked_gather_ns = chain(smallest, [&](Graph& g, const Bucket& b) {
     const std::vector<Ref> start = g.point(kCompute);
     round_trip(g, b);
-    g.timing_mark(start);
+    timing_mark(g, start);
   });
 }
 
@@ -564,67 +539,21 @@ ReplayMeasurement run_replay(const ReplaySchedule& schedule, const ReplayConfig&
   }
 
   Graph g(config.reduce_edges);
-  std::vector<Ref> ready(schedule.ops.size());
-  std::vector<cudaEvent_t> marks;
-  std::optional<std::vector<Ref>> step_start;  // compute's point where the last step began
-  bool pending_mark = false;
   g.begin();
   if (config.lead_in_ns > 0) {
     g.spin(config.lead_in_ns);
   }
-  for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
-    const ReplayOp& op = schedule.ops[i];
-    if (step_start.has_value() && op.kind != ReplayOp::Kind::Step) {
-      // The mark of the step that began at the last op, added after this op's node (timing_mark).
-      pending_mark = true;
-    }
-    switch (op.kind) {
-    case ReplayOp::Kind::Step:
-      if (step_start.has_value()) {
-        marks.push_back(g.timing_mark(*step_start));
-      }
-      step_start = g.point(kCompute);
-      out.steps.push_back(op.step);
-      break;
-    case ReplayOp::Kind::Gather: {
-      const Bucket& b = set.get(op.params, schedule.params);
-      ready[i] = issue_gather(g, b, host.get(), schedule.offload, world > 1);
-      out.gather_ops += world > 1 ? 1 : 0;
-      if (op.sync) {
-        g.depend(kCompute, ready[i]);
-      }
-      break;
-    }
-    case ReplayOp::Kind::Wait:
-      g.depend(kCompute, ready[op.waits[0]]);
-      break;
-    case ReplayOp::Kind::Compute:
-      for (std::uint32_t w : op.waits) {
-        g.depend(kCompute, ready[w]);
-      }
-      if (op.dur_ns > gap) {
-        g.spin(static_cast<std::uint64_t>(op.dur_ns - gap));
-        ++out.compute_kernels;
-      } else {
-        ++out.compute_skipped;
-      }
-      break;
-    case ReplayOp::Kind::Rs:
-      break;  // not replayed (a replay calibration costs it 0, so the prediction has none)
-    case ReplayOp::Kind::Drain:
-      g.drain();
-      break;
-    }
-    if (pending_mark) {
-      marks.push_back(g.timing_mark(*step_start));
-      step_start.reset();
-      pending_mark = false;
-    }
-  }
-  if (step_start.has_value()) {
-    marks.push_back(g.timing_mark(*step_start));
-  }
-  marks.push_back(g.timing_mark(g.point(kCompute)));
+  ReplayWalkCounts counts;
+  const std::vector<cudaEvent_t> marks = walk_replay(
+      g, schedule,
+      [&](const std::vector<std::uint32_t>& params) -> const Bucket& {
+        return set.get(params, schedule.params);
+      },
+      host.get(), gap, counts);
+  out.steps = std::move(counts.steps);
+  out.gather_ops = counts.gather_ops;
+  out.compute_kernels = counts.compute_kernels;
+  out.compute_skipped = counts.compute_skipped;
   g.end();
   out.graph_nodes = g.nodes();
   out.graph_edges = g.edges();

@@ -167,10 +167,6 @@ RandomBucket random_bucket(std::uint64_t seed, std::uint64_t index, std::uint32_
 
 namespace {
 
-int variant_of(const VerifyConfig& config) {
-  return config.variant < 0 ? kDefaultGatherVariant : config.variant;
-}
-
 std::uint32_t bucket_count(const VerifyConfig& config) {
   return config.fixed_buckets.empty() ? config.buckets
                                       : static_cast<std::uint32_t>(config.fixed_buckets.size());
@@ -274,7 +270,7 @@ void verify_kernel_worker(const VerifyConfig& config, int device, std::uint32_t 
       }
     }
     // The table first: its upload synchronizes `stream`, which would close the race's window.
-    const FusedGather gather(layout, src, dst, stream, b.chunk_bytes, variant_of(config),
+    const FusedGather gather(layout, src, dst, stream, b.chunk_bytes, config.variant,
                              config.planted);
     // Outputs poisoned, then (the planted race: only on `stream`, behind a 2 ms delay that the
     // gather on `racing` does not wait for) the inputs uploaded.
@@ -457,40 +453,34 @@ NcclVerifyStats verify_nccl(NcclWorld& world, const VerifyConfig& config) {
       for (const std::uint64_t o : pl.dst) {
         dst.push_back(pr.out.get() + o);
       }
+      // One copy path from the gathered buffer into the poisoned outputs, read back and checked.
+      const auto check_path = [&](auto& path, auto&& copy) {
+        ZFETCH_CUDA_CHECK(
+            cudaMemsetAsync(pr.out.get(), static_cast<int>(kPoison), pl.out_bytes, lr.stream));
+        path.chunks += copy();
+        ZFETCH_CUDA_CHECK(cudaMemcpyAsync(host_got.get(), pr.out.get(), pl.out_bytes,
+                                          cudaMemcpyDeviceToHost, lr.stream));
+        ZFETCH_CUDA_CHECK(cudaStreamSynchronize(lr.stream));
+        check_output(layout, config.seed, pl, host_got.get(), path);
+        count_bucket(b, path);
+      };
       // DeepSpeed's path: one memcpy per (param, rank) slice.
-      ZFETCH_CUDA_CHECK(
-          cudaMemsetAsync(pr.out.get(), static_cast<int>(kPoison), pl.out_bytes, lr.stream));
-      stats.per_slice.chunks += copy_params_per_slice(layout, pr.gathered.get(), dst, lr.stream);
-      ZFETCH_CUDA_CHECK(cudaMemcpyAsync(host_got.get(), pr.out.get(), pl.out_bytes,
-                                        cudaMemcpyDeviceToHost, lr.stream));
-      ZFETCH_CUDA_CHECK(cudaStreamSynchronize(lr.stream));
-      check_output(layout, config.seed, pl, host_got.get(), stats.per_slice);
-      count_bucket(b, stats.per_slice);
+      check_path(stats.per_slice,
+                 [&] { return copy_params_per_slice(layout, pr.gathered.get(), dst, lr.stream); });
       // The same copies as one batch (a baseline bench times).
-      ZFETCH_CUDA_CHECK(
-          cudaMemsetAsync(pr.out.get(), static_cast<int>(kPoison), pl.out_bytes, lr.stream));
-      stats.batched.chunks += copy_params_batched(layout, pr.gathered.get(), dst, lr.stream);
-      ZFETCH_CUDA_CHECK(cudaMemcpyAsync(host_got.get(), pr.out.get(), pl.out_bytes,
-                                        cudaMemcpyDeviceToHost, lr.stream));
-      ZFETCH_CUDA_CHECK(cudaStreamSynchronize(lr.stream));
-      check_output(layout, config.seed, pl, host_got.get(), stats.batched);
-      count_bucket(b, stats.batched);
+      check_path(stats.batched,
+                 [&] { return copy_params_batched(layout, pr.gathered.get(), dst, lr.stream); });
       // The fused kernel from the same gathered buffer.
       std::vector<const std::byte*> src;
       for (std::uint32_t r = 0; r < w; ++r) {
         src.push_back(pr.gathered.get() + r * rb);
       }
-      ZFETCH_CUDA_CHECK(
-          cudaMemsetAsync(pr.out.get(), static_cast<int>(kPoison), pl.out_bytes, lr.stream));
-      const FusedGather gather(layout, src, dst, lr.stream, b.chunk_bytes, variant_of(config),
+      const FusedGather gather(layout, src, dst, lr.stream, b.chunk_bytes, config.variant,
                                config.planted);
-      gather.launch(lr.stream);
-      ZFETCH_CUDA_CHECK(cudaMemcpyAsync(host_got.get(), pr.out.get(), pl.out_bytes,
-                                        cudaMemcpyDeviceToHost, lr.stream));
-      ZFETCH_CUDA_CHECK(cudaStreamSynchronize(lr.stream));
-      check_output(layout, config.seed, pl, host_got.get(), stats.fused);
-      stats.fused.chunks += gather.num_chunks();
-      count_bucket(b, stats.fused);
+      check_path(stats.fused, [&] {
+        gather.launch(lr.stream);
+        return gather.num_chunks();
+      });
     }
   }
   return stats;

@@ -50,7 +50,7 @@ struct VerifyConfig {
   std::uint32_t max_world = 64;
   std::uint64_t max_elems = 1u << 20;  ///< elements per bucket at most
   std::uint32_t threads = 8;           ///< host threads (own streams) of the kernel check
-  int variant = -1;                    ///< gather kernel variant; -1: kDefaultGatherVariant
+  GatherVariant variant = kDefaultGatherVariant;  ///< of the gather kernel
   /// Every rank input and every param output of the kernel check its own cudaMalloc of exactly
   /// its bytes (sources rounded up to 4, the kernel's precondition), so that compute-sanitizer
   /// memcheck sees any access past a buffer (in the arenas it would land in a neighbour).

@@ -2,53 +2,97 @@
 // out, timing marks off compute's chain) and the schedule file it reads. Needs no GPU.
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cuda_kernels/replay_deps.h"
 #include "cuda_kernels/replay_schedule_file.h"
+#include "cuda_kernels/replay_walk.h"
 
 namespace zfetch::gpu {
 namespace {
 
-constexpr int kCompute = 0;
-constexpr int kComm = 1;
-constexpr int kH2d = 2;
 using Ref = ReplayDeps::Ref;
 
-// The replay's ops on ReplayDeps alone (replay.cu does the same with CUDA nodes).
-struct Builder {
+// The replay's graph without CUDA, for walk_replay and issue_gather (replay_walk.h): a node is
+// its ReplayDeps id, and captures are never run.
+struct DepsGraph {
   ReplayDeps deps;
   std::size_t next = 0;
-  explicit Builder(bool reduce) : deps(reduce) {}
-  Ref node(int chain) { return deps.add(chain, next++); }
-  // A gather issued at compute's point, optionally after its h2d copy; compute does not wait.
-  Ref gather(bool copy) {
-    const std::vector<Ref> issue = deps.front(kCompute);
-    if (copy) {
-      deps.depend(kH2d, issue);
-      deps.depend(kComm, node(kH2d));
-    } else {
-      deps.depend(kComm, issue);
-    }
-    return node(kComm);
+  explicit DepsGraph(bool reduce) : deps(reduce) {}
+  [[nodiscard]] const std::vector<Ref>& point(int chain) const { return deps.front(chain); }
+  [[nodiscard]] const Ref& last(int chain) const { return deps.last(chain); }
+  void depend(int chain, const Ref& r) { deps.depend(chain, r); }
+  void depend(int chain, const std::vector<Ref>& refs) { deps.depend(chain, refs); }
+  std::vector<Ref> refs;  // every node, by id
+  Ref node(int chain) { return refs.emplace_back(deps.add(chain, next++)); }
+  template <typename Capture>
+  Ref add(int chain, Capture&& /*capture*/) {
+    return node(chain);
   }
+  void spin(std::uint64_t /*ns*/) { node(kCompute); }
+  Ref add_mark() { return node(kMark); }
+  // A gather issued at compute's point, optionally after its h2d copy; compute does not wait.
+  Ref gather(bool copy) { return issue_gather(*this, kBucket, nullptr, copy, true); }
   // Sources of a node's edges: the front its chain had just before it was added.
-  std::vector<std::size_t> front_ids(int chain) const {
+  [[nodiscard]] std::vector<std::size_t> front_ids(int chain) const {
     std::vector<std::size_t> ids;
     for (const Ref& r : deps.front(chain)) {
       ids.push_back(r.id);
     }
     return ids;
   }
+  struct NoBucket {};  // the captures that would use it never run
+  static constexpr NoBucket kBucket{};
 };
+
+// The walk over `schedule` on a DepsGraph: the marks (node refs, in order) and the counts.
+struct Walked {
+  std::vector<Ref> marks;
+  ReplayWalkCounts counts;
+};
+Walked walk(DepsGraph& g, const ReplaySchedule& schedule, std::int64_t gap = 0) {
+  Walked w;
+  w.marks = walk_replay(
+      g, schedule,
+      [](const std::vector<std::uint32_t>& /*params*/) -> const DepsGraph::NoBucket& {
+        return DepsGraph::kBucket;
+      },
+      nullptr, gap, w.counts);
+  return w;
+}
+
+ReplayOp op(ReplayOp::Kind kind) {
+  ReplayOp o;
+  o.kind = kind;
+  return o;
+}
+ReplayOp gather_op(bool sync) {
+  ReplayOp o = op(ReplayOp::Kind::Gather);
+  o.sync = sync;
+  o.params = {0};
+  return o;
+}
+ReplayOp compute_op(std::int64_t dur_ns, std::vector<std::uint32_t> waits = {}) {
+  ReplayOp o = op(ReplayOp::Kind::Compute);
+  o.dur_ns = dur_ns;
+  o.waits = std::move(waits);
+  return o;
+}
+ReplayOp step_op(std::int32_t step) {
+  ReplayOp o = op(ReplayOp::Kind::Step);
+  o.step = step;
+  return o;
+}
 
 TEST_SUITE("cuda") {
   TEST_CASE("replay deps: sync gathers after a step mark form one chain") {
     // many_params: a step mark, then gather -> wait -> (no compute kernel) -> gather ...
     for (const bool reduce : {true, false}) {
       CAPTURE(reduce);
-      Builder b(reduce);
+      DepsGraph b(reduce);
       b.node(kCompute);  // the step's timing mark, id 0
       for (int k = 0; k < 100; ++k) {
         b.deps.depend(kCompute, b.gather(false));
@@ -66,7 +110,7 @@ TEST_SUITE("cuda") {
   }
 
   TEST_CASE("replay deps: gather -> compute -> gather without prefetch is a chain") {
-    Builder b(true);
+    DepsGraph b(true);
     b.node(kCompute);
     for (int k = 0; k < 10; ++k) {
       const Ref g = b.gather(false);
@@ -80,7 +124,7 @@ TEST_SUITE("cuda") {
   }
 
   TEST_CASE("replay deps: prefetched gathers keep their real edges") {
-    Builder b(true);
+    DepsGraph b(true);
     const Ref c0 = b.node(kCompute);
     const Ref g1 = b.gather(false);  // issued after c0
     const Ref g2 = b.gather(false);  // after c0 and g1 (comm order): c0 is implied by g1
@@ -101,7 +145,7 @@ TEST_SUITE("cuda") {
   }
 
   TEST_CASE("replay deps: offload copies chain with their gathers") {
-    Builder b(true);
+    DepsGraph b(true);
     b.node(kCompute);
     for (int k = 0; k < 5; ++k) {
       b.deps.depend(kCompute, b.gather(true));
@@ -112,7 +156,7 @@ TEST_SUITE("cuda") {
     CHECK(b.deps.edges() == 11);
     // Without reduction: each copy also depends on the previous copy, each gather on the
     // previous gather (stream order), the next mark on the last copy and gather.
-    Builder all(false);
+    DepsGraph all(false);
     all.node(kCompute);
     for (int k = 0; k < 5; ++k) {
       all.deps.depend(kCompute, all.gather(true));
@@ -192,7 +236,7 @@ TEST_SUITE("cuda") {
   }
 
   TEST_CASE("replay deps: an invalid ref adds no dependency") {
-    Builder b(true);
+    DepsGraph b(true);
     b.deps.depend(kCompute, Ref{});
     CHECK(b.deps.front(kCompute).empty());
     const Ref first = b.node(kCompute);
@@ -201,15 +245,74 @@ TEST_SUITE("cuda") {
   }
 
   TEST_CASE("replay deps: a timing mark follows compute but compute never waits for it") {
-    constexpr int kMark = 3;
-    Builder b(true);
+    DepsGraph b(true);
     const Ref k1 = b.node(kCompute);
-    b.deps.depend(kMark, b.deps.front(kCompute));
-    const Ref mark = b.node(kMark);
+    const Ref mark = timing_mark(b, b.point(kCompute));
     CHECK(ReplayDeps::follows(mark, k1));
     const Ref k2 = b.node(kCompute);
     CHECK(b.front_ids(kCompute) == std::vector<std::size_t>{k2.id});
     CHECK_FALSE(ReplayDeps::follows(k2, mark));  // the mark is a leaf off compute's chain
+  }
+
+  TEST_CASE("replay walk: each op's nodes and waits, and a mark per step boundary") {
+    ReplaySchedule schedule;
+    schedule.world_size = 2;
+    schedule.params = {{1024, 2}};
+    // step 0: a prefetch (0 waits), a compute that waits on it, a compute too short for a
+    // kernel; step 1: a getter gather (compute waits at once), a drain, a compute.
+    schedule.ops = {step_op(0), gather_op(false), compute_op(5'000, {1}),    compute_op(10),
+                    step_op(1), gather_op(true),  op(ReplayOp::Kind::Drain), compute_op(5'000)};
+    DepsGraph g(true);
+    const Walked w = walk(g, schedule, 100);
+    CHECK(w.counts.steps == std::vector<std::int32_t>{0, 1});
+    CHECK(w.counts.gather_ops == 2);
+    CHECK(w.counts.compute_kernels == 2);
+    CHECK(w.counts.compute_skipped == 1);
+    // Marks: step 0's after its first op (the gather), step 1's at its start, the end's.
+    REQUIRE(w.marks.size() == 3);
+    // Node ids in creation order: g0 (comm) 0, mark0 1, c0 2, g1 3, mark1 4, c1 5, end mark 6.
+    CHECK(w.marks[0].id == 1);
+    CHECK(w.marks[1].id == 4);
+    CHECK(w.marks[2].id == 6);
+    CHECK(g.deps.nodes() == 7);
+    const std::vector<Ref>& n = g.refs;
+    CHECK(n[0].chain == kComm);
+    CHECK(n[2].chain == kCompute);
+    CHECK(n[3].chain == kComm);
+    CHECK(ReplayDeps::follows(n[2], n[0]));   // c0 waited on the prefetch
+    CHECK(ReplayDeps::follows(n[3], n[2]));   // g1 was issued at compute's point after c0
+    CHECK(ReplayDeps::follows(n[5], n[3]));   // c1 follows the getter gather (sync)
+    CHECK(!ReplayDeps::follows(n[1], n[0]));  // step 0 began before any node
+    CHECK(ReplayDeps::follows(n[4], n[2]));   // step 1 began at c0
+    CHECK(!ReplayDeps::follows(n[5], n[4]));  // compute never waits for a mark
+    CHECK(ReplayDeps::follows(n[6], n[5]));   // the end mark is at the last compute
+  }
+
+  TEST_CASE("replay walk: world size 1 gathers nothing; offload copies before each gather") {
+    ReplaySchedule schedule;
+    schedule.params = {{1024, 2}};
+    schedule.ops = {step_op(0), gather_op(false), compute_op(5'000, {1})};
+    SUBCASE("world 1") {
+      schedule.world_size = 1;
+      DepsGraph g(true);
+      const Walked w = walk(g, schedule);
+      CHECK(w.counts.gather_ops == 0);
+      CHECK(!g.deps.last(kComm).valid());
+      CHECK(!g.deps.last(kH2d).valid());
+    }
+    SUBCASE("offload") {
+      schedule.world_size = 2;
+      schedule.offload = true;
+      DepsGraph g(true);
+      const Walked w = walk(g, schedule);
+      CHECK(w.counts.gather_ops == 1);
+      const Ref copy = g.deps.last(kH2d);
+      const Ref gathered = g.deps.last(kComm);
+      REQUIRE(copy.valid());
+      REQUIRE(gathered.valid());
+      CHECK(ReplayDeps::follows(gathered, copy));  // the gather waits for its shards' copy
+      CHECK(ReplayDeps::follows(g.deps.last(kCompute), gathered));
+    }
   }
 
   TEST_CASE("replay schedule file: the prediction and its calibration come from the simulator") {

@@ -54,8 +54,7 @@ Timed time_events(const model::Scenario& scenario, std::initializer_list<Ev> eve
 // once under `calibration`.
 Timed one_fetch(ScenarioBuilder& b, const Calibration& calibration = testing::round_calibration(),
                 TimelineOptions options = {}) {
-  const auto m = b.module("a", 10);
-  const auto p = b.param(m, "w", 1'024);
+  const auto [m, p] = b.weighted_module("a", 10, 1'024);
   return time_events(
       b.s,
       {Ev(EventKind::Fetch).module(m), Ev(EventKind::Gather).module(m).param(p).group(1),
@@ -66,8 +65,7 @@ Timed one_fetch(ScenarioBuilder& b, const Calibration& calibration = testing::ro
 TEST_SUITE("timeline") {
   TEST_CASE("timeline: one fetch gathers, waits, then computes (no overlap)") {
     ScenarioBuilder b(4);
-    const auto m = b.module("a", 10);  // 10 us = 10'000 ns
-    const auto p = b.param(m, "w", 1'024);
+    const auto [m, p] = b.weighted_module("a", 10, 1'024);  // 10 us = 10'000 ns
     const Timed run = time_events(
         b.s, {Ev(EventKind::ModulePre).module(m), Ev(EventKind::Fetch).module(m),
               Ev(EventKind::Gather).module(m).param(p).group(1),
@@ -93,10 +91,8 @@ TEST_SUITE("timeline") {
 
   TEST_CASE("timeline: a prefetch overlaps the current module's compute") {
     ScenarioBuilder b(4);
-    const auto ma = b.module("a", 10);
-    const auto mb = b.module("b", 10);
-    const auto pa = b.param(ma, "w", 1'024);
-    const auto pb = b.param(mb, "w", 1'024);
+    const auto [ma, pa] = b.weighted_module("a", 10, 1'024);
+    const auto [mb, pb] = b.weighted_module("b", 10, 1'024);
     const Timed run = time_events(
         b.s,
         {Ev(EventKind::Fetch).module(ma), Ev(EventKind::Gather).module(ma).param(pa).group(1),
@@ -193,10 +189,8 @@ TEST_SUITE("timeline") {
 
   TEST_CASE("timeline: two gathers contend for the comm stream in issue order") {
     ScenarioBuilder b(4);
-    const auto ma = b.module("a", 1);
-    const auto mb = b.module("b", 1);
-    const auto pa = b.param(ma, "w", 1'024);
-    const auto pb = b.param(mb, "w", 2'048);
+    const auto [ma, pa] = b.weighted_module("a", 1, 1'024);
+    const auto [mb, pb] = b.weighted_module("b", 1, 2'048);
     const Timed run = time_events(
         b.s, {Ev(EventKind::Fetch).module(ma), Ev(EventKind::Gather).module(ma).param(pa).group(1),
               Ev(EventKind::Prefetch).module(ma).param(pb).group(2),
@@ -210,8 +204,7 @@ TEST_SUITE("timeline") {
 
   TEST_CASE("timeline: the params of one group are one coalesced collective") {
     ScenarioBuilder b(4);
-    const auto m = b.module("a", 1);
-    const auto p0 = b.param(m, "w", 1'024);
+    const auto [m, p0] = b.weighted_module("a", 1, 1'024);
     const auto p1 = b.param(m, "b", 1'024);
     const Timed run = time_events(
         b.s, {Ev(EventKind::Fetch).module(m), Ev(EventKind::Gather).module(m).param(p0).group(7),
@@ -228,8 +221,7 @@ TEST_SUITE("timeline") {
   TEST_CASE("timeline: a getter gather blocks compute until it ends") {
     ScenarioBuilder b(4);
     const auto ma = b.module("a", 10);
-    const auto mb = b.module("b", 10);
-    const auto pb = b.param(mb, "w", 1'024);
+    const auto [mb, pb] = b.weighted_module("b", 10, 1'024);
     const Timed run =
         time_events(b.s, {Ev(EventKind::Fetch).module(ma), Ev(EventKind::Compute).module(ma),
                           Ev(EventKind::Access).module(ma).param(pb),
@@ -249,10 +241,9 @@ TEST_SUITE("timeline") {
 
   TEST_CASE("timeline: reduce-scatter runs on its own stream; the optimizer step waits") {
     ScenarioBuilder b(4);
-    const auto ma = b.module("a", 10);
-    const auto mb = b.module("b", 1);
-    const auto pa = b.param(ma, "w", 1'024);
+    const auto [ma, pa] = b.weighted_module("a", 10, 1'024);
     b.param(ma, "frozen", 1'024, /*frozen=*/true);
+    const auto mb = b.module("b", 1);
     const Timed run = time_events(b.s, {Ev(EventKind::BackwardPre, Phase::Bwd).module(ma),
                                         Ev(EventKind::Compute, Phase::Bwd).module(ma),
                                         Ev(EventKind::BackwardPost, Phase::Bwd).module(ma),
@@ -316,8 +307,7 @@ TEST_SUITE("timeline") {
 
   TEST_CASE("timeline: steps split at the step field; each step time is compute + exposed") {
     ScenarioBuilder b(4);
-    const auto m = b.module("a", 10);
-    const auto p = b.param(m, "w", 1'024);
+    const auto [m, p] = b.weighted_module("a", 10, 1'024);
     AnalyticalCostModel cost(b.s, testing::round_calibration());
     VectorSink out;
     Timeline tl(b.s, cost, out);
@@ -347,8 +337,7 @@ TEST_SUITE("timeline") {
 
   TEST_CASE("timeline: ranks have independent clocks and summaries") {
     ScenarioBuilder b(4);
-    const auto m = b.module("a", 10);
-    const auto p = b.param(m, "w", 1'024);
+    const auto [m, p] = b.weighted_module("a", 10, 1'024);
     const Timed run = time_events(
         b.s,
         {Ev(EventKind::Fetch).module(m).rank(1), Ev(EventKind::Compute).module(m).rank(1),
@@ -374,12 +363,9 @@ TEST_SUITE("timeline") {
 
   TEST_CASE("timeline: prefetched bytes are charged to the module that waits on them") {
     ScenarioBuilder b(4);
-    const auto ma = b.module("a", 10);
-    const auto mb = b.module("b", 10);
-    const auto mc = b.module("c", 10);
-    const auto pa = b.param(ma, "w", 1'024);
-    const auto pb = b.param(mb, "w", 1'024);
-    const auto pc = b.param(mc, "w", 256);
+    const auto [ma, pa] = b.weighted_module("a", 10, 1'024);
+    const auto [mb, pb] = b.weighted_module("b", 10, 1'024);
+    const auto [mc, pc] = b.weighted_module("c", 10, 256);
     // a's fetch gathers its own weight and prefetches b's and c's; b waits on its own; c's is
     // released before anyone waits on it (charged to its owner, c).
     const Timed run = time_events(

@@ -61,6 +61,15 @@ struct ScenarioBuilder {
     s.modules[owner].params.push_back(index);
     return index;
   }
+  /// A module with one weight "w" of `numel` elements.
+  struct Weighted {
+    model::ModuleIndex module;
+    model::ParamIndex weight;
+  };
+  Weighted weighted_module(const std::string& name, int64_t compute_us, int64_t numel) {
+    const model::ModuleIndex m = module(name, compute_us);
+    return {m, param(m, "w", numel)};
+  }
 };
 
 /// Builds events field by field: ev(kind).module(m).param(p).group(g)...

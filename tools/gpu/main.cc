@@ -411,15 +411,17 @@ int run_bench_cmd(const BenchOptions& o) {
   }
   if (!r.variants.empty()) {
     std::printf(
-        "# kernel variants (tiles: 5: 8 KiB x 256 threads, 6: 16 KiB x 256, 7: 16 KiB x 512; "
-        "persistent warps: 0: U4, 1: U8, 2: U4 .cs, 3: U8 nc.L2::256B, 4: U8 .cs; default %d)\n",
-        kDefaultGatherVariant);
-    std::printf("# %12s %7s %7s %8s %5s %9s %9s %7s\n", "bytes", "variant", "chunk", "chunks",
+        "# kernel variants (tiles: tile8k: 8 KiB x 256 threads, tile16k: 16 KiB x 256, "
+        "tile16k-512: 16 KiB x 512; persistent warps: warp4, warp8, warp4-cs (.cs), warp8-nc "
+        "(nc.L2::256B), warp8-cs; default %s)\n",
+        std::string(kGatherVariantNames[kDefaultGatherVariant]).c_str());
+    std::printf("# %12s %11s %7s %8s %5s %9s %9s %7s\n", "bytes", "variant", "chunk", "chunks",
                 "grid/", "memcpy", "kernel", "k/copy");
   }
   for (const VariantPoint& v : r.variants) {
-    std::printf("  %12llu %7d %7u %8u %5d %9.2f %9.2f %6.1f%%\n",
-                static_cast<unsigned long long>(v.bytes), v.variant, v.chunk_bytes, v.chunks,
+    std::printf("  %12llu %11s %7u %8u %5d %9.2f %9.2f %6.1f%%\n",
+                static_cast<unsigned long long>(v.bytes),
+                std::string(kGatherVariantNames[v.variant]).c_str(), v.chunk_bytes, v.chunks,
                 v.grid_divisor, v.memcpy_d2d.median_ns / 1e3, v.kernel.median_ns / 1e3,
                 100.0 * v.memcpy_d2d.median_ns / v.kernel.median_ns);
   }
@@ -520,8 +522,17 @@ int main(int argc, char** argv) {
   verify->add_option("--max-world", vo.config.max_world, "largest simulated world size")
       ->check(CLI::Range(1, 4096));
   verify->add_option("--max-elems", vo.config.max_elems, "largest bucket, in elements");
-  verify->add_option("--variant", vo.config.variant, "gather kernel variant (default: the default)")
-      ->check(CLI::Range(0, zfetch::gpu::kGatherVariants - 1));
+  std::map<std::string, zfetch::gpu::GatherVariant> variants;
+  for (const std::string_view name : zfetch::gpu::kGatherVariantNames.names()) {
+    variants.emplace(name, *zfetch::gpu::kGatherVariantNames.find(name));
+  }
+  verify
+      ->add_option(
+          "--variant", vo.config.variant,
+          "gather kernel variant, by name (default: " +
+              std::string(zfetch::gpu::kGatherVariantNames[zfetch::gpu::kDefaultGatherVariant]) +
+              ")")
+      ->transform(CLI::CheckedTransformer(variants));
   verify->add_option("--threads", vo.config.threads, "host threads for the kernel check")
       ->check(CLI::Range(1, 64));
   verify->add_option("--nccl-buckets", vo.nccl_buckets, "buckets through NCCL on all GPUs");
