@@ -2,6 +2,7 @@
 // out, timing marks off compute's chain) and the schedule file it reads. Needs no GPU.
 #include <doctest/doctest.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -26,8 +27,8 @@ struct DepsGraph {
   [[nodiscard]] const Ref& last(int chain) const { return deps.last(chain); }
   void depend(int chain, const Ref& r) { deps.depend(chain, r); }
   void depend(int chain, const std::vector<Ref>& refs) { deps.depend(chain, refs); }
-  std::vector<Ref> refs;  // every node, by id
-  Ref node(int chain) { return refs.emplace_back(deps.add(chain, next++)); }
+  std::vector<Ref> by_id;  // every node
+  Ref node(int chain) { return by_id.emplace_back(deps.add(chain, next++)); }
   template <typename Capture>
   Ref add(int chain, Capture&& /*capture*/) {
     return node(chain);
@@ -44,7 +45,13 @@ struct DepsGraph {
     }
     return ids;
   }
-  struct NoBucket {};  // the captures that would use it never run
+  // The captures that would use a bucket never run.
+  struct NoBucket {
+    template <typename Stream>
+    void copy_shards(const std::byte* /*host*/, Stream /*stream*/) const {}
+    template <typename Stream>
+    void launch(Stream /*stream*/) const {}
+  };
   static constexpr NoBucket kBucket{};
 };
 
@@ -275,7 +282,7 @@ TEST_SUITE("cuda") {
     CHECK(w.marks[1].id == 4);
     CHECK(w.marks[2].id == 6);
     CHECK(g.deps.nodes() == 7);
-    const std::vector<Ref>& n = g.refs;
+    const std::vector<Ref>& n = g.by_id;
     CHECK(n[0].chain == kComm);
     CHECK(n[2].chain == kCompute);
     CHECK(n[3].chain == kComm);
