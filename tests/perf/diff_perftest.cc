@@ -2,7 +2,12 @@
 // with 5 planted divergences -- one missing event, one extra, one changed, a reordering inside a
 // coalesced gather (which must compare equal) and a change of the very last event. Reports the
 // diff's CPU time and the process's peak RSS (the diff streams, so it must stay flat), and fails
-// unless exactly the planted divergences are found.
+// unless exactly the planted divergences are found. A third argument diffs the two files that
+// many times and reports the fastest diff (the files are written once).
+//
+//   diff_perftest [EVENTS] [DIR] [DIFFS]
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -138,20 +143,29 @@ int main(int argc, char** argv) {
       !write_trace(recorded_path, total, names, true)) {
     return 1;
   }
+  const int diffs = argc > 3 ? std::max(1, std::atoi(argv[3])) : 1;
   const double rss_before = zfetch::perf::peak_rss_mib();
-  zfetch::io::InputStream recorded_in(recorded_path);
-  zfetch::io::InputStream expected_in(expected_path);
-  zfetch::trace::TraceReader recorded(recorded_in, recorded_path);
-  zfetch::trace::TraceReader expected(expected_in, expected_path);
-  const double cpu_start = zfetch::perf::thread_cpu_seconds();
-  const auto start = std::chrono::steady_clock::now();
-  if (!recorded.read_header() || !expected.read_header()) {
-    std::fprintf(stderr, "cannot read the headers\n");
-    return 1;
+  double seconds = 0;  // the fastest diff, in CPU time
+  double wall_seconds = 0;
+  zfetch::trace::DiffReport r;
+  for (int diff = 0; diff < diffs && !r.error; ++diff) {
+    zfetch::io::InputStream recorded_in(recorded_path);
+    zfetch::io::InputStream expected_in(expected_path);
+    zfetch::trace::TraceReader recorded(recorded_in, recorded_path);
+    zfetch::trace::TraceReader expected(expected_in, expected_path);
+    const double cpu_start = zfetch::perf::thread_cpu_seconds();
+    const auto start = std::chrono::steady_clock::now();
+    if (!recorded.read_header() || !expected.read_header()) {
+      std::fprintf(stderr, "cannot read the headers\n");
+      return 1;
+    }
+    r = zfetch::trace::diff_traces(recorded, expected, {});
+    const double diff_seconds = zfetch::perf::thread_cpu_seconds() - cpu_start;
+    if (diff == 0 || diff_seconds < seconds) {
+      seconds = diff_seconds;
+      wall_seconds = zfetch::perf::seconds_since(start);
+    }
   }
-  const zfetch::trace::DiffReport r = zfetch::trace::diff_traces(recorded, expected, {});
-  const double seconds = zfetch::perf::thread_cpu_seconds() - cpu_start;
-  const double wall_seconds = zfetch::perf::seconds_since(start);
   if (std::getenv("ZFETCH_KEEP") == nullptr) {
     std::remove(expected_path.c_str());
     std::remove(recorded_path.c_str());

@@ -1,7 +1,11 @@
 // Perftest: TraceReader events/s on a trace file written by TraceWriter, and its peak RSS
 // (the reader streams, so RSS must not grow with the file). The file is mapped, as zfetch reads
 // a trace file; with `stream` as third argument it is read through an istream instead, as
-// zfetch reads a pipe.
+// zfetch reads a pipe. A fourth argument reads the file that many times and reports the
+// fastest read (the file is written once).
+//
+//   trace_reader_perftest [EVENTS] [PATH] [mapped|stream] [READS]
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -41,34 +45,45 @@ int main(int argc, char** argv) {
     }
     std::fclose(out);
   }
+  const int reads = argc > 4 ? std::max(1, std::atoi(argv[4])) : 1;
   const double rss_before = zfetch::perf::peak_rss_mib();
-  zfetch::io::InputStream in(path);
-  std::ifstream stream(path, std::ios::binary);
-  zfetch::trace::TraceReader reader = through_stream ? zfetch::trace::TraceReader(stream, path)
-                                                     : zfetch::trace::TraceReader(in, path);
-  const double cpu_start = zfetch::perf::thread_cpu_seconds();
-  const auto start = std::chrono::steady_clock::now();
-  uint64_t count = 0;
+  double seconds = 0;  // the fastest read, in CPU time
+  double wall_seconds = 0;
   int64_t checksum = 0;  // keeps the loop from being optimized away
-  if (reader.read_header()) {
-    while (const zfetch::trace::Event* e = reader.next()) {
-      checksum += e->t_ns + static_cast<int64_t>(e->module.size());
-      ++count;
+  for (int read = 0; read < reads; ++read) {
+    zfetch::io::InputStream in(path);
+    std::ifstream stream(path, std::ios::binary);
+    zfetch::trace::TraceReader reader = through_stream ? zfetch::trace::TraceReader(stream, path)
+                                                       : zfetch::trace::TraceReader(in, path);
+    const double cpu_start = zfetch::perf::thread_cpu_seconds();
+    const auto start = std::chrono::steady_clock::now();
+    uint64_t count = 0;
+    if (reader.read_header()) {
+      while (const zfetch::trace::Event* e = reader.next()) {
+        checksum += e->t_ns + static_cast<int64_t>(e->module.size());
+        ++count;
+      }
     }
-  }
-  const double wall_seconds = zfetch::perf::seconds_since(start);
-  const double seconds = zfetch::perf::thread_cpu_seconds() - cpu_start;
-  if (reader.error() || count != total) {
-    std::fprintf(stderr, "%s: read %llu of %llu events%s%s\n", path.c_str(),
-                 static_cast<unsigned long long>(count), static_cast<unsigned long long>(total),
-                 reader.error() ? ": " : "", reader.error() ? reader.error()->message.c_str() : "");
-    return 1;
+    const double read_wall_seconds = zfetch::perf::seconds_since(start);
+    const double read_seconds = zfetch::perf::thread_cpu_seconds() - cpu_start;
+    if (reader.error() || count != total) {
+      std::fprintf(stderr, "%s: read %llu of %llu events%s%s\n", path.c_str(),
+                   static_cast<unsigned long long>(count), static_cast<unsigned long long>(total),
+                   reader.error() ? ": " : "",
+                   reader.error() ? reader.error()->message.c_str() : "");
+      return 1;
+    }
+    if (read == 0 || read_seconds < seconds) {
+      seconds = read_seconds;
+      wall_seconds = read_wall_seconds;
+    }
   }
   std::remove(path.c_str());
   const std::string_view name = through_stream ? "reader_stream" : "trace_reader";
-  report(name, "events/s", static_cast<double>(count) / seconds, "ev/s");
-  report(name, "ns/event", seconds * 1e9 / static_cast<double>(count), "ns");
-  report(name, "events/s (wall clock)", static_cast<double>(count) / wall_seconds, "ev/s");
+  const auto count = static_cast<double>(total);
+  report(name, "events/s", count / seconds, "ev/s");
+  report(name, "ns/event", seconds * 1e9 / count, "ns");
+  report(name, "events/s (wall clock)", count / wall_seconds, "ev/s");
   report(name, "peak RSS growth", zfetch::perf::peak_rss_mib() - rss_before, "MiB");
   return checksum == 0 ? 1 : 0;
 }
