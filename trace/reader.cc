@@ -269,6 +269,10 @@ struct TraceReader::State {
     return fail(std::move(message), parser.value_column(), parser.value_length());
   }
 
+  // TraceReader::read_header() and the part of next() that is not the fast path.
+  bool read_header();
+  const Event* next_event(bool refused_in_place);
+
   bool parse_header(const char* first, const char* last);
   bool store_header_field(int index, const JsonValue& value, const FlatJsonParser& parser);
 
@@ -613,21 +617,24 @@ TraceReader::TraceReader(io::InputStream& in, std::string file_name)
 TraceReader::~TraceReader() = default;
 
 bool TraceReader::read_header() {
-  State& s = *state_;
-  if (s.header_read) {
-    return !s.failed;
+  return state_->read_header();
+}
+
+bool TraceReader::State::read_header() {
+  if (header_read) {
+    return !failed;
   }
-  s.header_read = true;
+  header_read = true;
   const char* first = nullptr;
   const char* last = nullptr;
-  if (!s.next_line(first, last)) {
-    if (!s.failed) {
-      s.line = 1;
-      return s.fail("missing trace header (the file is empty)");
+  if (!next_line(first, last)) {
+    if (!failed) {
+      line = 1;
+      return fail("missing trace header (the file is empty)");
     }
     return false;
   }
-  return s.parse_header(first, last);
+  return parse_header(first, last);
 }
 
 const TraceHeader& TraceReader::header() const {
@@ -636,23 +643,34 @@ const TraceHeader& TraceReader::header() const {
 
 const Event* TraceReader::next() {
   State& s = *state_;
-  // The header test first, here: a call to read_header() per event costs more than the test.
-  if ((!s.header_read && !read_header()) || s.failed) {
-    return nullptr;
-  }
-  const bool in_place = s.window && s.begin < s.parse_in_place_end;
+  // Most events: a line of a mapped file in the writer's form, parsed where it lies. The rest
+  // is out of line, so that this path saves no more registers than it uses.
+  const bool in_place = s.header_read && !s.failed && s.window && s.begin < s.parse_in_place_end;
   if (in_place && s.parse_in_place()) {
     return &s.event;
   }
-  const char* first = nullptr;
-  const char* last = nullptr;
-  if (!s.next_line(first, last)) {
+  return s.next_event(in_place);
+}
+
+// next() for the first event, a stream, a line the fast path refused (`refused_in_place`), or
+// the end of a window.
+const Event* TraceReader::State::next_event(bool refused_in_place) {
+  if (!read_header() || failed) {
     return nullptr;
   }
-  if (!in_place && s.parse_fast(first, last)) {
-    return &s.event;
+  const bool in_place = window && begin < parse_in_place_end;
+  if (in_place && !refused_in_place && parse_in_place()) {
+    return &event;
   }
-  return s.parse_event(first, last) ? &s.event : nullptr;
+  const char* first = nullptr;
+  const char* last = nullptr;
+  if (!next_line(first, last)) {
+    return nullptr;
+  }
+  if (!in_place && parse_fast(first, last)) {
+    return &event;
+  }
+  return parse_event(first, last) ? &event : nullptr;
 }
 
 const std::optional<diag::Diagnostic>& TraceReader::error() const {
