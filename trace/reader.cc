@@ -27,6 +27,9 @@ namespace {
 // What a stream is read in (fits in the core's cache with what parsing it touches), and what a
 // mapped file is mapped in (larger: each map costs a system call and a TLB flush).
 constexpr size_t kReadChunk = size_t{256} << 10;
+// What a stream's first read asks for; each refill doubles it up to kReadChunk, so that a short
+// stream (a small trace, a fuzz input) does not pay for a whole chunk's zeroed pages.
+constexpr size_t kFirstRead = size_t{4} << 10;
 constexpr size_t kMapWindow = size_t{8} << 20;
 
 // Keys of an event line, in the writer's order; the bit of key i in `seen` is 1 << i.
@@ -115,13 +118,13 @@ struct TraceReader::State {
   std::string scratch;
 
   State(std::istream& stream, std::string name)
-      : in(&stream), file(std::move(name)), buffer(kReadChunk + kWriterFormPadding) {}
+      : in(&stream), file(std::move(name)), buffer(kFirstRead + kWriterFormPadding) {}
   State(io::InputStream& stream, std::string name) : file(std::move(name)) {
     if (stream.regular_file_descriptor() >= 0) {
       window = std::make_unique<io::MappedWindow>(stream.regular_file_descriptor());
     } else {
       in = &stream.stream();
-      buffer.resize(kReadChunk + kWriterFormPadding);
+      buffer.resize(kFirstRead + kWriterFormPadding);
     }
   }
 
@@ -169,12 +172,13 @@ struct TraceReader::State {
       if (eof) {
         return begin != end && fail_truncated(buffer.data() + begin, buffer.data() + end);
       }
-      // Keep the partial line, and grow only when a single line fills the whole buffer.
+      // Keep the partial line; grow up to kReadChunk, and past it only when a single line fills
+      // the whole buffer.
       std::memmove(buffer.data(), buffer.data() + begin, end - begin);
       end -= begin;
       begin = 0;
       const size_t capacity = buffer.size() - kWriterFormPadding;
-      if (end == capacity) {
+      if (end == capacity || capacity < kReadChunk) {
         buffer.resize(capacity * 2 + kWriterFormPadding);
       }
       in->read(buffer.data() + end,
