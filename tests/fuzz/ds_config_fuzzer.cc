@@ -22,6 +22,11 @@ namespace {
 // made at start-up (rewritten per input; nothing else on the host is read).
 std::string g_dir;
 
+void remove_scratch() {
+  (void)std::remove((g_dir + "/ds_config.json").c_str());
+  (void)rmdir(g_dir.c_str());
+}
+
 constexpr std::string_view kScenario = R"(name: fuzz
 deepspeed_config: ds_config.json
 model:
@@ -35,10 +40,17 @@ schedule: [{train: 1}]
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  char pattern[] = "/tmp/zfetch-ds-config-fuzz-XXXXXX";
-  const char* dir = mkdtemp(pattern);
+  // In memory where the host has /dev/shm: rewriting a file on a disk's file system (truncate,
+  // journal) took a sixth of every execution.
+  char shm_pattern[] = "/dev/shm/zfetch-ds-config-fuzz-XXXXXX";
+  char tmp_pattern[] = "/tmp/zfetch-ds-config-fuzz-XXXXXX";
+  const char* dir = mkdtemp(shm_pattern);
+  if (dir == nullptr) {
+    dir = mkdtemp(tmp_pattern);
+  }
   FUZZ_CHECK(dir != nullptr);
   g_dir = dir;
+  std::atexit(remove_scratch);
   return 0;
 }
 

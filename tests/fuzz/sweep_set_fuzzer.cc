@@ -36,6 +36,12 @@ const zfetch::model::Scenario& base() {
   return scenario;
 }
 
+// The base scenario as the writer gives it: a refused value must leave exactly this.
+const std::string& base_yaml() {
+  static const std::string yaml = zfetch::model::write_scenario_yaml(base());
+  return yaml;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -45,25 +51,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   const std::string key(line.substr(0, eq));
-  const std::string before = zfetch::model::write_scenario_yaml(base());
   size_t begin = eq + 1;
   for (int n = 0; n < 16; ++n) {  // at most 16 values per input
     const size_t comma = line.find(',', begin);
     const std::string value(
         line.substr(begin, comma == std::string_view::npos ? comma : comma - begin));
+    (void)zfetch::model::parse_config_integer(value);
     zfetch::model::Scenario s = base();
     const auto error = zfetch::model::set_config_value(s, key, value);
     const std::string after = zfetch::model::write_scenario_yaml(s);
     if (error) {
       FUZZ_CHECK(!error->empty());
-      FUZZ_CHECK(after == before);
+      FUZZ_CHECK(after == base_yaml());
+      // An unknown key is refused whatever the value: its did-you-mean search runs once.
+      if (error->starts_with("unknown config key")) {
+        break;
+      }
     } else if (s.world_size <= 64 && s.config.gradient_accumulation_steps <= 64) {
       const zfetch::model::LoadResult again = zfetch::model::parse_scenario_text("set.yaml", after);
       FUZZ_CHECK(again.scenario.has_value());
       zfetch::trace::NullSink sink;
       (void)zfetch::sim::simulate(s, {}, sink);
     }
-    (void)zfetch::model::parse_config_integer(value);
     if (comma == std::string_view::npos) {
       break;
     }
