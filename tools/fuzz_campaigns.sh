@@ -3,15 +3,17 @@
 # most SECONDS), all five side by side, each in libFuzzer's in-process parallel mode (-jobs=W
 # -workers=W, every job -runs=EXECS/W). Run from the source root:
 #
-#     bash tools/fuzz_campaigns.sh BIN_DIR OUT_DIR [EXECS] [SECONDS] [workers=W] [target=W ...]
+#     bash tools/fuzz_campaigns.sh BIN_DIR OUT_DIR [EXECS] [SECONDS] [cores=N] [workers=W] \
+#         [target=W ...]
 #
-# BIN_DIR holds the zfetch_*_fuzzer binaries (build/fuzz/tests/fuzz). W defaults to the number of
-# cores for every target: the five together then oversubscribe the machine five times, so that a
-# cheap target that finishes early leaves its cores to the others. OUT_DIR receives per target
-# its seeds, its corpus, each job's log (fuzz-J.log), any crash, timeout or leak input (crash-*,
-# timeout-*, leak-*, oom-*), and summary.txt: per target the executions (the sum of every job's
-# stat::number_of_executed_units), the seconds, the rate, the crashes and the command. Exit 1
-# when a target crashed, hung or had a sanitizer report.
+# BIN_DIR holds the zfetch_*_fuzzer binaries (build/fuzz/tests/fuzz). By default the N cores
+# (the machine's) are shared out in proportion to each target's cost per execution (cost_us
+# below, measured on one core), at least one each, so that every target reaches EXECS in about
+# the same time; `workers=W` gives every target W jobs instead, `target=W` one target. OUT_DIR
+# receives per target its seeds, its corpus, each job's log (fuzz-J.log), any crash, timeout or
+# leak input (crash-*, timeout-*, leak-*, oom-*), and summary.txt: per target the executions
+# (the sum of every job's stat::number_of_executed_units), the seconds, the rate, the crashes,
+# the jobs and the command. Exit 1 when a target crashed, hung or had a sanitizer report.
 #
 # Why in-process jobs and not -fork: fork mode restarts a process and reloads the corpus for
 # every few hundred inputs, which cost more than the inputs themselves. Why -entropic=0: with the
@@ -26,13 +28,25 @@ EXECS=${3:-10000000}
 SECONDS_MAX=${4:-420}
 shift $(($# < 4 ? $# : 4))
 targets=(scenario trace_reader ds_config timeline sweep_set)
-all=$(nproc)
+# CPU microseconds per execution on one core under ASan + UBSan (docs/fuzz.md has the
+# measurement); only their ratios matter.
+declare -A cost_us=([scenario]=653 [trace_reader]=57 [ds_config]=1113
+                    [timeline]=189 [sweep_set]=251)
+cores=$(nproc)
+every=
 declare -A workers
 for kv in "$@"; do
   case $kv in
-    workers=*) all=${kv#*=} ;;
+    cores=*) cores=${kv#*=} ;;
+    workers=*) every=${kv#*=} ;;
     *) workers[${kv%%=*}]=${kv#*=} ;;
   esac
+done
+total_cost=0
+for t in "${targets[@]}"; do total_cost=$((total_cost + cost_us[$t])); done
+for t in "${targets[@]}"; do
+  share=$(((cores * cost_us[$t] + total_cost / 2) / total_cost))
+  : "${workers[$t]:=${every:-$((share > 0 ? share : 1))}}"
 done
 # Seed folders (files matching the pattern, at most max_len bytes), dictionary and -max_len.
 declare -A seeds=([scenario]="scenarios tests/cli/scenarios tests/fuzz/regressions/scenario"
@@ -47,7 +61,12 @@ declare -A dicts=([scenario]=scenario [trace_reader]=trace [ds_config]=ds_config
 # A --set line is short; a longer one only makes the key's did-you-mean search slower.
 declare -A max_len=([scenario]=4096 [trace_reader]=4096 [ds_config]=4096 [timeline]=16384
                     [sweep_set]=256)
-export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1
+# Allocation stacks of 8 frames, not 30, and a 32 MiB quarantine, not 256: recording every
+# allocation's stack and cycling freed memory through a large quarantine took a sixth of
+# ds_config's time. Leaks stay findings. A crash input run again alone (`fuzzer FILE`, as ctest
+# does) gets ASan's full reports.
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+export ASAN_OPTIONS=detect_leaks=1:malloc_context_size=8:quarantine_size_mb=32
 declare -A commands
 rm -f "$RESULTS/failed"
 # A folder's corpus carries over from an earlier campaign; its logs and findings do not.
@@ -63,7 +82,7 @@ for t in "${targets[@]}"; do
 done
 start=$(date +%s)
 for t in "${targets[@]}"; do
-  w=${workers[$t]:-$all}
+  w=${workers[$t]}
   dir=$RESULTS/$t
   commands[$t]="zfetch_${t}_fuzzer -jobs=$w -workers=$w -runs=$(((EXECS + w - 1) / w)) \
 -max_total_time=$SECONDS_MAX -entropic=0 -max_len=${max_len[$t]} \
@@ -90,10 +109,11 @@ wait
     timeouts=$(find "$dir" -maxdepth 1 -name 'timeout-*' | wc -l)
     reports=$(cat "$dir"/fuzz-*.log 2>/dev/null | grep -c '^SUMMARY: ')
     printf '%-13s %12s %8s %10s %8s (timeouts %s, sanitizer reports %s, jobs %s)\n' "$t" "$n" \
-      "$took" $((n / (took > 0 ? took : 1))) "$crashes" "$timeouts" "$reports" "${workers[$t]:-$all}"
+      "$took" $((n / (took > 0 ? took : 1))) "$crashes" "$timeouts" "$reports" "${workers[$t]}"
     [ $((crashes + timeouts + reports)) = 0 ] || touch "$RESULTS/failed"
   done
   echo
+  echo "UBSAN_OPTIONS=$UBSAN_OPTIONS ASAN_OPTIONS=$ASAN_OPTIONS"
   for t in "${targets[@]}"; do echo "$t: ${commands[$t]}"; done
 } | tee "$RESULTS/summary.txt"
 if [ -e "$RESULTS/failed" ]; then
