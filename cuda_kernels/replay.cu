@@ -444,6 +444,40 @@ void measure_fixed_costs(std::uint32_t world, cudaStream_t setup, ReplayCosts& m
   });
 }
 
+// Offloaded gathers as a prefetching replay issues them: copies back to back on h2d (none waits
+// for compute), each bucket's gather on comm after its copy, so that a copy runs beside the
+// previous bucket's gather; and the same copies with no gather. Shards of 16 MiB (the offload
+// transformer's copies are 14 MB); per copy, the median of a chain of 16. Their ratio is what a
+// concurrent gather costs a copy; the h2d line was measured with every copy alone.
+void measure_pipelined_h2d(std::uint32_t world, cudaStream_t setup, ReplayCosts& m) {
+  constexpr std::uint64_t kShard = 16ULL << 20;
+  constexpr int kRotation = 4;
+  std::vector<ReplayParam> specs;
+  BucketSet set(world, setup);
+  std::vector<const Bucket*> rotation;
+  for (int c = 0; c < kRotation; ++c) {
+    std::vector<std::uint32_t> ps;
+    for (int k = 0; k < 4; ++k) {
+      ps.push_back(static_cast<std::uint32_t>(specs.size()));
+      specs.push_back({kShard * world / 4 / 2, 2});
+    }
+    rotation.push_back(&set.get(ps, specs));
+  }
+  ZFETCH_CUDA_CHECK(cudaStreamSynchronize(setup));
+  PinnedBuffer host(rotation.front()->shard_bytes);
+  std::memset(host.get(), 0x5a, host.size());
+  auto pipelined = [&](bool gather) {
+    int next = 0;
+    return time_graph(16, 5, [&](Graph& g) {
+      issue_gather(g, *rotation[static_cast<std::size_t>(next++ % kRotation)], host.get(), true,
+                   gather);
+    });
+  };
+  m.h2d_pipelined_bytes = static_cast<double>(rotation.front()->shard_bytes);
+  m.h2d_pipelined_ns = pipelined(false);
+  m.h2d_beside_gather_ns = pipelined(true);
+}
+
 }  // namespace
 
 ReplayCosts measure_replay_costs(std::uint32_t world) {
@@ -507,6 +541,7 @@ ReplayCosts measure_replay_costs(std::uint32_t world) {
     m.h2d_alpha_ns = f.alpha_ns;
     m.h2d_bw_gbps = f.bandwidth_gbps;
   }
+  measure_pipelined_h2d(world, setup, m);
   measure_fixed_costs(world, setup, m);
   ZFETCH_CUDA_CHECK(cudaStreamDestroy(setup));
   return m;

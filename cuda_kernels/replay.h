@@ -45,6 +45,11 @@ struct ReplayCosts {
   double h2d_gather_ns = 0;              ///< compute -> that h2d copy -> its gather -> compute
   double marked_gather_ns = 0;           ///< the smallest round trip with a step mark before it
   double smallest_gather_ns = 0;         ///< the smallest round trip alone (beside the above)
+  /// Copies of one 16 MiB shard back to back on h2d, per copy: alone, and each followed by its
+  /// bucket's gather on comm (a copy beside the previous gather, as a prefetching replay runs).
+  double h2d_pipelined_bytes = 0;
+  double h2d_pipelined_ns = 0;
+  double h2d_beside_gather_ns = 0;
 };
 
 /// Measures ReplayCosts for gathers over `world` simulated ranks' shards on the current GPU.

@@ -274,6 +274,10 @@ int run_bench_replay(const BenchOptions& o) {
                  {"h2d_tiny_ns", c.h2d_tiny_ns},
                  {"h2d_gather_ns", c.h2d_gather_ns},
                  {"marked_gather_ns", c.marked_gather_ns},
+                 {"h2d_pipelined",
+                  {{"bytes", static_cast<std::uint64_t>(c.h2d_pipelined_bytes)},
+                   {"alone_ns", c.h2d_pipelined_ns},
+                   {"beside_gather_ns", c.h2d_beside_gather_ns}}},
                  {"tiny_gathers", tiny}};
   j["notes"] =
       "allgather: the fused gather kernel over world_size simulated ranks' shards on one GPU (a "
@@ -307,6 +311,8 @@ int run_bench_replay(const BenchOptions& o) {
       "%.0f ns; its shard's h2d copy %.0f ns, h2d + gather %.0f ns\n",
       c.smallest_gather_ns, c.gather_after_compute_ns, c.marked_gather_ns, c.h2d_tiny_ns,
       c.h2d_gather_ns);
+  std::printf("# pipelined h2d copies of %.0f B: %.0f ns alone, %.0f ns beside gathers\n",
+              c.h2d_pipelined_bytes, c.h2d_pipelined_ns, c.h2d_beside_gather_ns);
   for (const ReplayCosts::TinyGather& t : c.tiny_gathers) {
     std::printf("  tiny gather %2u params x %3llu x %u B (%6.0f B) %8.0f ns\n", t.params,
                 static_cast<unsigned long long>(t.numel), t.elem_bytes, t.bytes, t.ns);

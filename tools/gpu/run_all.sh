@@ -12,7 +12,8 @@
 # per-allocation mode, the planted bugs (each must be reported), bench (calibration.json), the
 # replay calibrations (bench --replay-world W), the replay set (schedules written by `zfetch run
 # --calibration`, then replayed), the PyTorch baselines; the tables last. Exit 1 when a check
-# that must pass failed (a planted bug not reported counts), else 0.
+# that must pass failed (a planted bug not reported counts), else 0. REPLAY_ONLY=1: only the replay
+# calibrations and the replay set.
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$root/build/gpu}
@@ -62,9 +63,10 @@ fi
 
 # Timings: bench (kernel vs cudaMemcpyAsync, NCCL, the small-params baselines) and the PyTorch
 # baselines on the same buckets.
-step bench 400 0 "$gpu" bench --out "$results/calibration.json"
-[ "${REPLAY_ONLY:-0}" = 1 ] ||
+if [ "${REPLAY_ONLY:-0}" != 1 ]; then
+  step bench 400 0 "$gpu" bench --out "$results/calibration.json"
   step torch_baselines 300 0 python3 "$root/tools/gpu/torch_baselines.py" --out "$results/torch_baselines.json"
+fi
 
 # The replay set: name=scenario. Each is predicted by the simulator with a replay calibration
 # measured here by a separate bench run (never on the schedule), then replayed.

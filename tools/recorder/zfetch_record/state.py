@@ -41,6 +41,7 @@ class _Recorder:
         self.leftover_module = None
         self.listeners = []  # objects told of engines, passes, steps, checkpoints (notify)
         self.internal = 0  # > 0 while DeepSpeed's hooks or getter run: their tensor ops are not the model's
+        self.live = None  # a live_memory.LiveMemory while live gathered bytes are noted
 
 
 R = _Recorder()
@@ -132,7 +133,17 @@ def _emit(kind, module=None, param=None, trace_step=None, status=None, numel=Non
         ev["group"] = int(group)
     R.out.write(json.dumps(ev, separators=(",", ":")) + "\n")
     R.seq += 1
+    if R.live is not None:
+        _note_live()
     return ev["seq"]
+
+
+def _note_live():
+    busy, R.busy = R.busy, True  # the recorder's own reads of parameter state are not events
+    try:
+        R.live.after_event(R.engine_obj() if R.engine_obj is not None else None, note)
+    finally:
+        R.busy = busy
 
 
 def note(what, **fields):
@@ -166,8 +177,9 @@ def _note(what, **fields):
     R.notes.write(json.dumps(rec, separators=(",", ":"), default=str) + "\n")
 
 
-def open_trace(path, scenario, world_size, discovery, notes_path=None):
-    """Start a trace file (header line) and reset per-run counters; sets the getter policy."""
+def open_trace(path, scenario, world_size, discovery, notes_path=None, live_memory=None):
+    """Start a trace file (header line) and reset per-run counters; sets the getter policy.
+    ``live_memory`` (default: ZFETCH_RECORD_LIVE=1) notes live gathered bytes (live_memory.py)."""
     close_trace()
     try:
         import torch.distributed as tdist
@@ -182,6 +194,10 @@ def open_trace(path, scenario, world_size, discovery, notes_path=None):
     R.step = 0
     R.ctx = []
     R.group = 0
+    from . import live_memory as live
+    if live_memory is None:
+        live_memory = live.enabled_by_environment()
+    R.live = live.LiveMemory() if live_memory and R.notes is not None else None
     header = OrderedDict([("format", "zfetch-trace"), ("version", 1), ("scenario", scenario),
                           ("world_size", int(world_size)), ("discovery", discovery)])
     R.out.write(json.dumps(header, separators=(",", ":")) + "\n")
@@ -197,6 +213,7 @@ def close_trace():
             f.close()
     R.out = None
     R.notes = None
+    R.live = None
 
 
 def set_policy(policy):
