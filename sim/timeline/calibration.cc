@@ -348,6 +348,23 @@ CalibrationResult parse_calibration(std::string_view file_name, std::string_view
         }
       }
     }
+    // Copies pipelined beside gathers (what a prefetching offloaded schedule runs): when measured,
+    // their rate is the copy bandwidth; the line's bandwidth_GBps is copies each alone.
+    if (const json* beside = reader.object(*h2d, {"h2d", "beside_gather"}, false)) {
+      const auto bytes = reader.number(*beside, {"h2d", "beside_gather", "bytes"}, true);
+      const auto time = reader.number(*beside, {"h2d", "beside_gather", "time_ns"}, true);
+      if (bytes && time) {
+        const double transfer_ns = *time - static_cast<double>(c.h2d_alpha_ns);
+        if (*bytes <= 0 || transfer_ns <= 0) {
+          reader.error({"h2d", "beside_gather", "time_ns"},
+                       fmt::format("'h2d.beside_gather' must move bytes in more than "
+                                   "'h2d.alpha_ns' ({} ns), got {} bytes in {} ns",
+                                   c.h2d_alpha_ns, *bytes, *time));
+        } else {
+          c.h2d_bytes_per_s = std::llround(*bytes * 1e9 / transfer_ns);
+        }
+      }
+    }
   }
   if (const json* step = reader.object(root, {"step"}, false)) {
     if (const auto fixed = reader.number(*step, {"step", "fixed_ns"}, true)) {

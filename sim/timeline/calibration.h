@@ -43,8 +43,10 @@ struct Calibration {
   CollectiveCalibration allgather;
   CollectiveCalibration reduce_scatter;  ///< defaults to `allgather` when the file has none
   int64_t d2d_bytes_per_s = 0;           ///< device-to-device copy bandwidth (0: not measured)
-  int64_t h2d_bytes_per_s = 0;           ///< host-to-device copy bandwidth (offload_param)
-  Tick h2d_alpha_ns = 0;                 ///< fixed cost per host-to-device copy (0: not measured)
+  /// host-to-device copy bandwidth (offload_param): "h2d.bandwidth_GBps", or the rate of
+  /// "h2d.beside_gather" (copies pipelined beside gathers) when the file measured it
+  int64_t h2d_bytes_per_s = 0;
+  Tick h2d_alpha_ns = 0;  ///< fixed cost per host-to-device copy (0: not measured)
   /// A measured copy smaller than the line's first point ("h2d.small_copy"; bytes 0: none) and
   /// that first point's bytes ("h2d.points"): below it a copy costs the interpolation between the
   /// two, not the line (a tiny copy costs less than the line's alpha).

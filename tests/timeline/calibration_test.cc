@@ -116,6 +116,29 @@ TEST_SUITE("timeline") {
           "4096");
   }
 
+  TEST_CASE("calibration: copies measured beside gathers set the h2d bandwidth") {
+    // 16 MiB in 310,542 ns, 2,617 ns of it the copy's fixed cost: 54.48 GB/s, not the line's 55.
+    const CalibrationResult r = parse_calibration("cal.json", R"({"format": "zfetch-calibration",
+"version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100},
+"h2d": {"bandwidth_GBps": 55, "alpha_ns": 2617,
+"beside_gather": {"bytes": 16777216, "time_ns": 310542}}})");
+    REQUIRE(r.diagnostics.empty());
+    CHECK(r.calibration->h2d_bytes_per_s == 54'484'747'909);
+    // Without it the line's bandwidth stands.
+    const CalibrationResult line = parse_calibration("cal.json", R"({"format": "zfetch-calibration",
+"version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100},
+"h2d": {"bandwidth_GBps": 55, "alpha_ns": 2617}})");
+    CHECK(line.calibration->h2d_bytes_per_s == 55'000'000'000);
+    // A measurement no longer than the fixed cost moves nothing: an error, not a division by 0.
+    const CalibrationResult bad = parse_calibration("cal.json", R"({"format": "zfetch-calibration",
+"version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100},
+"h2d": {"bandwidth_GBps": 55, "alpha_ns": 2617, "beside_gather": {"bytes": 64, "time_ns": 2000}}})");
+    REQUIRE(bad.diagnostics.size() == 1);
+    CHECK(bad.diagnostics[0].message ==
+          "'h2d.beside_gather' must move bytes in more than 'h2d.alpha_ns' (2617 ns), got 64 bytes "
+          "in 2000 ns");
+  }
+
   TEST_CASE("calibration: h2d.alpha_ns must be a number >= 0") {
     const CalibrationResult r = parse_calibration("cal.json", R"({"format": "zfetch-calibration",
 "version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100},
