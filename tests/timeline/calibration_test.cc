@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <string_view>
 
 #include "diag/render.h"
 
@@ -16,6 +17,14 @@ std::string first_error(const CalibrationResult& r) {
   }
   const std::string rendered = diag::render(r.diagnostics.front());
   return rendered.substr(0, rendered.find('\n'));
+}
+
+// A calibration file of a fixed all-gather line and the given "h2d" object, which starts line 3
+// (the diagnostics' positions are those of this layout).
+CalibrationResult parse_h2d(std::string_view h2d) {
+  return parse_calibration("cal.json", std::string(R"({"format": "zfetch-calibration",
+"version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100},
+"h2d": )") + std::string(h2d) + "}");
 }
 
 TEST_SUITE("timeline") {
@@ -106,10 +115,9 @@ TEST_SUITE("timeline") {
     CHECK(old.calibration->h2d_small_copy.bytes == 0);
     CHECK(old.calibration->step_fixed_ns == 0);
     // A small copy must be smaller than the line's first point.
-    const CalibrationResult big = parse_calibration("cal.json", R"({"format": "zfetch-calibration",
-"version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100},
-"h2d": {"bandwidth_GBps": 50, "small_copy": {"bytes": 4096, "time_ns": 1},
-"points": [{"bytes": 4096, "time_ns": 2660}]}})");
+    const CalibrationResult big =
+        parse_h2d(R"({"bandwidth_GBps": 50, "small_copy": {"bytes": 4096, "time_ns": 1},
+"points": [{"bytes": 4096, "time_ns": 2660}]})");
     REQUIRE(big.diagnostics.size() == 1);
     CHECK(big.diagnostics[0].message ==
           "'h2d.small_copy.bytes' must be above 0 and below the first of 'h2d.points' (4096), got "
@@ -118,21 +126,16 @@ TEST_SUITE("timeline") {
 
   TEST_CASE("calibration: copies measured beside gathers set the h2d bandwidth") {
     // 16 MiB in 310,542 ns, 2,617 ns of it the copy's fixed cost: 54.48 GB/s, not the line's 55.
-    const CalibrationResult r = parse_calibration("cal.json", R"({"format": "zfetch-calibration",
-"version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100},
-"h2d": {"bandwidth_GBps": 55, "alpha_ns": 2617,
-"beside_gather": {"bytes": 16777216, "time_ns": 310542}}})");
+    const CalibrationResult r = parse_h2d(R"({"bandwidth_GBps": 55, "alpha_ns": 2617,
+"beside_gather": {"bytes": 16777216, "time_ns": 310542}})");
     REQUIRE(r.diagnostics.empty());
     CHECK(r.calibration->h2d_bytes_per_s == 54'484'747'909);
     // Without it the line's bandwidth stands.
-    const CalibrationResult line = parse_calibration("cal.json", R"({"format": "zfetch-calibration",
-"version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100},
-"h2d": {"bandwidth_GBps": 55, "alpha_ns": 2617}})");
+    const CalibrationResult line = parse_h2d(R"({"bandwidth_GBps": 55, "alpha_ns": 2617})");
     CHECK(line.calibration->h2d_bytes_per_s == 55'000'000'000);
     // A measurement no longer than the fixed cost moves nothing: an error, not a division by 0.
-    const CalibrationResult bad = parse_calibration("cal.json", R"({"format": "zfetch-calibration",
-"version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100},
-"h2d": {"bandwidth_GBps": 55, "alpha_ns": 2617, "beside_gather": {"bytes": 64, "time_ns": 2000}}})");
+    const CalibrationResult bad = parse_h2d(R"({"bandwidth_GBps": 55, "alpha_ns": 2617,
+"beside_gather": {"bytes": 64, "time_ns": 2000}})");
     REQUIRE(bad.diagnostics.size() == 1);
     CHECK(bad.diagnostics[0].message ==
           "'h2d.beside_gather' must move bytes in more than 'h2d.alpha_ns' (2617 ns), got 64 bytes "
@@ -140,9 +143,7 @@ TEST_SUITE("timeline") {
   }
 
   TEST_CASE("calibration: h2d.alpha_ns must be a number >= 0") {
-    const CalibrationResult r = parse_calibration("cal.json", R"({"format": "zfetch-calibration",
-"version": 1, "allgather": {"alpha_ns": 10, "busbw_GBps": 100},
-"h2d": {"bandwidth_GBps": 50, "alpha_ns": -1}})");
+    const CalibrationResult r = parse_h2d(R"({"bandwidth_GBps": 50, "alpha_ns": -1})");
     REQUIRE(r.diagnostics.size() == 1);
     CHECK(first_error(r) ==
           "cal.json:3:31: error: expected a number between 0 and 1e18 for 'h2d.alpha_ns', got -1");
