@@ -8,7 +8,7 @@
 #
 # BIN_DIR holds the zfetch_*_fuzzer binaries (build/fuzz/tests/fuzz). By default the N cores
 # (the machine's) are shared out in proportion to each target's cost per execution (cost_us
-# below, measured on one core), at least one each, so that every target reaches EXECS in about
+# below, measured on one core), rounded up, so that every target reaches EXECS in about
 # the same time; `workers=W` gives every target W jobs instead, `target=W` one target. OUT_DIR
 # receives per target its seeds, its corpus, each job's log (fuzz-J.log), any crash, timeout or
 # leak input (crash-*, timeout-*, leak-*, oom-*), and summary.txt: per target the executions
@@ -45,8 +45,8 @@ done
 total_cost=0
 for t in "${targets[@]}"; do total_cost=$((total_cost + cost_us[$t])); done
 for t in "${targets[@]}"; do
-  share=$(((cores * cost_us[$t] + total_cost / 2) / total_cost))
-  : "${workers[$t]:=${every:-$((share > 0 ? share : 1))}}"
+  # Rounded up: a target short of a job would finish last.
+  : "${workers[$t]:=${every:-$(((cores * cost_us[$t] + total_cost - 1) / total_cost))}}"
 done
 # Seed folders (files matching the pattern, at most max_len bytes), dictionary and -max_len.
 declare -A seeds=([scenario]="scenarios tests/cli/scenarios tests/fuzz/regressions/scenario"
