@@ -269,7 +269,10 @@ void ScenarioParser::read_expectation(const YAML::Node& key, const YAML::Node& v
         expect.phase = trace::parse_phase(*phase);
       }
     } else if (name == "module") {
-      const std::optional<std::string> module = reader_.read_string(field);
+      std::optional<std::string> module = reader_.read_string(field);
+      if (module == trace::kRootModuleName) {
+        module = "";  // the root as outputs name it; its qualified name is ""
+      }
       if (module && module_by_name_.find(*module) == module_by_name_.end()) {
         std::vector<std::string> names;
         for (const ModuleSpec& spec : scenario_.modules) {

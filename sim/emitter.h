@@ -7,6 +7,7 @@
 #include "sim/simulator.h"
 #include "sim/state.h"
 #include "trace/event.h"
+#include "trace/names.h"
 #include "trace/sink.h"
 
 namespace zfetch::sim {
@@ -52,7 +53,8 @@ class Emitter {
     if (m != model::kNone) {
       e.module_index = m;
       e.module_id = modules_.ds_id[m];
-      e.module = scenario_.modules[m].qualified_name;
+      // Every output names the root `<root>`, traces included (its named_modules() name is "").
+      e.module = trace::display_module_name(scenario_.modules[m].qualified_name);
     }
     if (p != model::kNone) {
       e.param_index = p;

@@ -65,8 +65,7 @@ constexpr base::EnumNames<CollectiveKind::PersistentGather> kCollectiveNames(
     "a persistent-parameter all-gather");
 
 std::string module_label(const model::Scenario& scenario, model::ModuleIndex m) {
-  const std::string& q = scenario.modules[m].qualified_name;
-  return q.empty() ? "<root>" : q;
+  return std::string(trace::display_module_name(scenario.modules[m].qualified_name));
 }
 
 int64_t payload_total(const Collective& c) {

@@ -15,7 +15,8 @@ using trace::Event;
 using trace::LocatedEvent;
 
 std::string module_name(std::string_view module) {
-  return module.empty() ? std::string("the root module") : fmt::format("module '{}'", module);
+  return module == trace::kRootModuleName ? std::string("the root module")
+                                          : fmt::format("module '{}'", module);
 }
 
 // The fields two events differ in, `name=recorded (expected value)`, for a changed event whose

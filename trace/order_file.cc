@@ -216,7 +216,12 @@ OrderParseResult parse_order_file(std::string file, std::string_view text) {
         ok = false;
         break;
       }
-      d.fields.emplace_back(field);
+      if (key == "module" && value == "\"\"") {
+        // The root as a trace written before it was named `<root>` names it.
+        d.fields.push_back(fmt::format("module={}", kRootModuleName));
+      } else {
+        d.fields.emplace_back(field);
+      }
     }
     if (!ok) {
       continue;

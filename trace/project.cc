@@ -56,10 +56,11 @@ uint32_t kind_bit(EventKind kind) {
   return uint32_t{1} << static_cast<unsigned>(kind);
 }
 
-// The module that owns `param` by its name: `a.b.weight` belongs to `a.b`, `weight` to the root.
+// The module that owns `param` by its name: `a.b.weight` belongs to `a.b`, `weight` to the root
+// (named as events name it, `<root>`).
 std::string_view owner_of(std::string_view param) {
   const size_t dot = param.rfind('.');
-  return dot == std::string_view::npos ? std::string_view() : param.substr(0, dot);
+  return dot == std::string_view::npos ? kRootModuleName : param.substr(0, dot);
 }
 
 }  // namespace

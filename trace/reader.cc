@@ -280,12 +280,20 @@ struct TraceReader::State {
   bool parse_header(const char* first, const char* last);
   bool store_header_field(int index, const JsonValue& value, const FlatJsonParser& parser);
 
+  // Traces written before the root was named `<root>` (and recorders that keep named_modules()'
+  // name) write it as "": every parser reads both as the root.
+  static void name_root(Event& e) {
+    if (e.module_id >= 0 && e.module.empty()) {
+      e.module = kRootModuleName;
+    }
+  }
   // The writer's form, without copying the line; false leaves the line to parse_event.
   bool parse_fast(const char* first, const char* last) {
     if (parse_writer_form(first, event) != last || (have_seq && event.seq <= last_seq)) {
       return false;
     }
     accept_seq(event.seq);
+    name_root(event);
     return true;
   }
   // Mapped file: the next line in the writer's form, parsed where it lies before its end is
@@ -300,6 +308,7 @@ struct TraceReader::State {
     begin += static_cast<size_t>(newline - first) + 1;
     ++line;
     accept_seq(event.seq);
+    name_root(event);
     return true;
   }
   // Remembers the seq of the event just read, which the next one must exceed.
@@ -544,6 +553,7 @@ bool TraceReader::State::parse_event(const char* first, const char* last) {
   if (!check_seq(e.seq, seq_column, seq_length)) {
     return false;
   }
+  name_root(e);
   event = e;
   return true;
 }

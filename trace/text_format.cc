@@ -13,9 +13,10 @@ bool needs_quotes(std::string_view name) {
          name == kRootModuleName;
 }
 
-// The root module ("") is shown as <root>; any other empty name (never a real param) as "".
+// The root module (`<root>`, or "" as named_modules() names it) is shown as <root>; any other
+// empty name (never a real param) as "".
 void append_name(std::string_view name, bool is_module, fmt::memory_buffer& out) {
-  if (is_module && name.empty()) {
+  if (is_module && display_module_name(name) == kRootModuleName) {
     out.append(kRootModuleName);
     return;
   }

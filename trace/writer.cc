@@ -146,7 +146,9 @@ void TraceWriter::on_event(const Event& e) {
   const size_t start = buffer_.size();
   // Resizing within the reserved capacity does not allocate; only a line with very long names
   // can grow the buffer, and the capacity it reaches is kept.
-  buffer_.resize(start + kFixedLineBound + max_escaped_size(e.module) + max_escaped_size(e.param));
+  // The root is written `<root>`, as every output names it, whoever built the event.
+  const std::string_view module = display_module_name(e.module);
+  buffer_.resize(start + kFixedLineBound + max_escaped_size(module) + max_escaped_size(e.param));
   char* p = buffer_.data() + start;
   p = write_literal(R"({"seq":)", p);
   p = write_u64(e.seq, p);
@@ -173,7 +175,7 @@ void TraceWriter::on_event(const Event& e) {
     p = write_literal(R"(,"module_id":)", p);
     p = write_i64(e.module_id, p);
     p = write_literal(R"(,"module":")", p);
-    p = escape_json(e.module, p);
+    p = escape_json(module, p);
     *p++ = '"';
   }
   if (e.param_id >= 0) {

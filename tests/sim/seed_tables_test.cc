@@ -18,7 +18,7 @@ constexpr const char* kSeed = "scenarios/seed/resident_adapter_resume.yaml";
 
 // The names of 7.1: M, AD, BASE, LA, LB and W0, Aw, Bw (no biases: the 7.1 correction).
 std::string short_module(const std::string& name) {
-  static const std::map<std::string, std::string> names = {{"", "M"},
+  static const std::map<std::string, std::string> names = {{"<root>", "M"},
                                                            {"adapter", "AD"},
                                                            {"adapter.base", "BASE"},
                                                            {"adapter.adapter_A", "LA"},

@@ -98,13 +98,13 @@ TEST_SUITE("sim") {
       }
     }
     // Engine 1: Model 0, Adapter 1, base 2, adapter_A 3, adapter_B 4 (depth-first children()).
-    CHECK(module_ids[{0, ""}] == 0);
+    CHECK(module_ids[{0, "<root>"}] == 0);
     CHECK(module_ids[{0, "adapter"}] == 1);
     CHECK(module_ids[{0, "adapter.base"}] == 2);
     CHECK(module_ids[{0, "adapter.adapter_A"}] == 3);
     CHECK(module_ids[{0, "adapter.adapter_B"}] == 4);
     // Engine 2: the root takes the counter's current value (4) without incrementing.
-    CHECK(module_ids[{1, ""}] == 4);
+    CHECK(module_ids[{1, "<root>"}] == 4);
     CHECK(module_ids[{1, "adapter"}] == 5);
     CHECK(module_ids[{1, "adapter.base"}] == 6);
     CHECK(module_ids[{1, "adapter.adapter_A"}] == 7);
@@ -303,7 +303,7 @@ TEST_SUITE("sim") {
     // Reentrant: the replay runs inside M's backward node: W0 goes to M (7.6 s7).
     const Run reentrant = simulate_file(kSeed, Discovery::ResidencyIndependent);
     for (const OwnedEvent& ev : select(reentrant, EventKind::RecomputeAttach)) {
-      CHECK(ev.module == "");
+      CHECK(ev.module == "<root>");
       CHECK(ev.param == "adapter.base.weight");
     }
     CHECK(select(reentrant, EventKind::RecomputeAttach).size() == 8);  // one per micro-step
@@ -330,7 +330,7 @@ TEST_SUITE("sim") {
     CHECK(run.outcome.kind == OutcomeKind::Pass);
     const auto registrations = select(run, EventKind::RegisterExternal);
     REQUIRE(registrations.size() == 1);  // handed to the root once; re-registration is a no-op
-    CHECK(registrations[0].module == "");
+    CHECK(registrations[0].module == "<root>");
     CHECK(registrations[0].param == "c.bias");
     int releases = 0;
     int partition_all = 0;

@@ -77,6 +77,22 @@ TEST_SUITE("trace") {
     CHECK(check("CHECK: kind=fet\n").starts_with("o.order:1:13: error: unknown kind 'fet'"));
   }
 
+  TEST_CASE("order file: the root is module=<root>, and module=\"\" (its old name) names it too") {
+    for (const char* root : {"<root>", ""}) {
+      CAPTURE(root);
+      for (const char* pattern :
+           {"CHECK: kind=fetch module=<root>\n", "CHECK: kind=fetch module=\"\"\n"}) {
+        CAPTURE(pattern);
+        const OrderParseResult parsed = parse_order_file("o.order", pattern);
+        REQUIRE(parsed.order);
+        OrderChecker checker(*parsed.order, "t.jsonl");
+        checker.on_event(event(EventKind::Fetch, "a"), 2);
+        checker.on_event(event(EventKind::Fetch, root), 3);
+        CHECK_FALSE(checker.finish());
+      }
+    }
+  }
+
   TEST_CASE("order file: malformed files are rejected before any check") {
     CHECK(check("CHECK-NXT: kind=fetch\n") ==
           "o.order:1:1: error: misspelled directive 'CHECK-NXT:'; did you mean 'CHECK-NEXT:'?\n"

@@ -22,6 +22,8 @@ TEST_SUITE("trace") {
           "seq=7 t_ns=1500 rank=1 engine=1 step=0 micro_step=1 phase=recompute kind=gather "
           "module=<root> module_id=0 param=adapter.adapter_A.weight param_id=3 numel=16 "
           "bytes=64");
+    e.module = "<root>";  // as the simulator and the trace reader name it
+    CHECK(format_event(e).find(" module=<root> module_id=0 ") != std::string::npos);
   }
 
   TEST_CASE("text_format: names with spaces or quotes are quoted") {

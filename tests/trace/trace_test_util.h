@@ -62,9 +62,11 @@ inline Event every_field_event() {
 }
 
 /// One event of every kind, cycling through phases and statuses and setting each optional
-/// field on some of them; names include the root (""), dots, quotes and a control character.
+/// field on some of them; names include the root (`<root>`), dots, quotes and a control
+/// character. The last event names the root "", as traces did before it was named `<root>`.
 inline std::vector<Event> sample_events() {
-  static const char* const kModules[] = {"", "adapter", "adapter.adapter_A", "odd \"name\"\t1"};
+  static const char* const kModules[] = {"<root>", "adapter", "adapter.adapter_A",
+                                         "odd \"name\"\t1"};
   static const char* const kParams[] = {"adapter.base.weight", "adapter.adapter_A.weight", "w\\x\n",
                                         "\xc3\xa9t\xc3\xa9"};
   std::vector<Event> events;
@@ -103,6 +105,7 @@ inline std::vector<Event> sample_events() {
   big.kind = EventKind::Gather;
   big.trace_step = 0;
   big.module_id = 0;
+  big.module = "";
   big.param_id = 0;
   big.numel = 0;
   big.bytes = INT64_MAX;

@@ -32,7 +32,8 @@ TEST_SUITE("trace") {
           "\"status\":\"IF\",\"numel\":16,\"bytes\":64,\"group\":2}\n");
   }
 
-  TEST_CASE("writer: the root module is an empty string; names are JSON-escaped") {
+  TEST_CASE(
+      "writer: the root module (\"\", named_modules()' name) is `<root>`; names are escaped") {
     Event e;
     e.kind = EventKind::ModulePre;
     e.module_id = 0;
@@ -42,7 +43,7 @@ TEST_SUITE("trace") {
     const std::string text = write_trace(sample_header(), {e});
     CHECK(text.substr(text.find('\n') + 1) ==
           "{\"seq\":0,\"t_ns\":0,\"rank\":0,\"engine\":0,\"step\":0,\"micro_step\":0,"
-          "\"phase\":\"none\",\"kind\":\"module_pre\",\"module_id\":0,\"module\":\"\","
+          "\"phase\":\"none\",\"kind\":\"module_pre\",\"module_id\":0,\"module\":\"<root>\","
           "\"param_id\":1,\"param\":\"a\\\"b\\\\c\\n\\u0001\"}\n");
   }
 

@@ -89,8 +89,16 @@ SEED_REAL = [
 # traces
 
 
+ROOT_NAME = "<root>"  # how traces name the root module (older ones: "", named_modules()' name)
+
+
+def root_named(module):
+    return ROOT_NAME if module == "" else module
+
+
 def load_trace(path):
-    """Header and events; a last line cut short (a run that died) is dropped."""
+    """Header and events, the root named ROOT_NAME whatever the trace's age; a last line cut short
+    (a run that died) is dropped."""
     with open(path, encoding="utf-8") as f:
         header = json.loads(f.readline())
         events = []
@@ -98,16 +106,20 @@ def load_trace(path):
             if not line.strip():
                 continue
             try:
-                events.append(json.loads(line))
+                e = json.loads(line)
             except json.JSONDecodeError:
                 if line.endswith("\n"):
                     raise
+                continue
+            if "module" in e:
+                e["module"] = root_named(e["module"])
+            events.append(e)
     return header, events
 
 
 def _own_read(e):
     p, m = e.get("param", ""), e.get("module")
-    return m is not None and (p.rsplit(".", 1)[0] if "." in p else "") == m
+    return m is not None and (p.rsplit(".", 1)[0] if "." in p else ROOT_NAME) == m
 
 
 def compared_events(events):
@@ -120,7 +132,7 @@ def infer_bases(real, sim):
     param both traces name in engine 0."""
     bases = {"module": None, "param": None}
     for e in real:
-        if e.get("module") == "" and "module_id" in e and e["engine"] == 0:
+        if e.get("module") == ROOT_NAME and "module_id" in e and e["engine"] == 0:
             bases["module"] = e["module_id"]
             break
     sim_ids = {}
@@ -201,7 +213,7 @@ def real_position(res, real_events):
             if "module" in e:
                 pos["module"] = e["module"]
             elif (res.get("where") or {}).get("module") is not None:
-                pos["module"] = res["where"]["module"]
+                pos["module"] = root_named(res["where"]["module"])
             return pos
     w = res.get("where")
     if w:
@@ -217,7 +229,7 @@ def sim_position(sim_json):
     if f.get("trace_step", -1) is not None and f.get("trace_step", -1) >= 0:
         pos["trace_step"] = f["trace_step"]
     if f.get("module") is not None:
-        pos["module"] = "" if f["module"] == "<root>" else f["module"]  # the root's name is ""
+        pos["module"] = f["module"]
     return pos
 
 

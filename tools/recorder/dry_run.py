@@ -144,7 +144,8 @@ def sim_events(zfetch, yaml_path, policy="resident-skip"):
                 if passes > 1 or e["kind"] in ("optimizer_step", "restart"):
                     break  # the first pass only
                 if e["kind"] in EMULATED:
-                    evs.append((e["kind"], e["module"], e["phase"]))
+                    # the emulated hooks name the root as named_modules() does: ""
+                    evs.append((e["kind"], "" if e["module"] == "<root>" else e["module"], e["phase"]))
         return evs
 
 

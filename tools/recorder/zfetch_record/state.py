@@ -119,7 +119,7 @@ def _emit(kind, module=None, param=None, trace_step=None, status=None, numel=Non
         ev["trace_step"] = int(trace_step)
     if module is not None:
         ev["module_id"] = int(getattr(module, "ds_id", -1))
-        ev["module"] = name_of(module)
+        ev["module"] = name_of(module) or "<root>"  # every zfetch output names the root so
     if param is not None:
         ev["param_id"] = int(getattr(param, "ds_id", -1))
         ev["param"] = name_of(param)
