@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <filesystem>
+#include <iterator>
 
 #include "io/input_file.h"
 #include "model/ds_config_parse.h"
@@ -327,6 +328,12 @@ LoadResult parse_scenario_text(std::string_view file_name, std::string_view text
                                                 a.loc.col == b.loc.col && a.message == b.message;
                                        }),
                            result.diagnostics.end());
+  const auto warnings = std::stable_partition(
+      result.diagnostics.begin(), result.diagnostics.end(),
+      [](const Diagnostic& d) { return d.severity != diag::Severity::Warning; });
+  result.warnings.assign(std::make_move_iterator(warnings),
+                         std::make_move_iterator(result.diagnostics.end()));
+  result.diagnostics.erase(warnings, result.diagnostics.end());
   if (result.diagnostics.empty()) {
     result.scenario = std::move(scenario);
   }

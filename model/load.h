@@ -11,9 +11,12 @@
 namespace zfetch::model {
 
 /// The result of a load: a scenario when `diagnostics` is empty, otherwise every problem found.
+/// `warnings` (located, severity Warning) never stop a load: what the file says is valid but
+/// cannot mean what it seems to (a `when` that can never hold).
 struct LoadResult {
   std::optional<Scenario> scenario;
   DiagnosticList diagnostics;
+  DiagnosticList warnings;
 };
 
 /// Parses `text` as a scenario named `file_name` (used in diagnostics). `deepspeed_config:`

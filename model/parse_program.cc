@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <string_view>
 
 #include "base/spellcheck.h"
@@ -20,8 +21,10 @@ constexpr std::array kOpKindKeys = {"call"sv, "access"sv, "checkpoint"sv, "repea
 constexpr std::array kOpKeys = {"call"sv, "access"sv, "checkpoint"sv, "repeat"sv, "returns"sv,
                                 "kind"sv, "body"sv,   "when"sv,       "input"sv,  "input_from"sv};
 constexpr std::array kCallEachKeys = {"call_each"sv, "when"sv};
-constexpr std::array kConditionKeys = {"step"sv,   "micro_step"sv, "rank"sv,
-                                       "engine"sv, "forward"sv,    "phase"sv};
+// `window_micro_step` is the documented name of the index within the accumulation window;
+// `micro_step` is its older name, kept with the same meaning.
+constexpr std::array kConditionKeys = {"step"sv,   "window_micro_step"sv, "micro_step"sv, "rank"sv,
+                                       "engine"sv, "forward"sv,           "phase"sv};
 constexpr std::array kPhases = {"train"sv, "eval"sv, "generate"sv};
 constexpr std::array kAccessKinds = {"data"sv, "metadata"sv};
 constexpr std::array kCheckpointKeys = {"reentrant"sv};
@@ -288,17 +291,31 @@ Condition ScenarioParser::read_condition(const Field& field) {
     return condition;
   }
   reader_.check_keys(field.value, kConditionKeys, "'when'");
+  std::optional<YAML::Node> window_key;  // the first of micro_step / window_micro_step
   for (const auto& entry : field.value) {
     const std::string& key = entry.first.Scalar();
     const Field value{entry.second, key, entry.first};
-    std::vector<int64_t>* list = key == "step"         ? &condition.steps
-                                 : key == "micro_step" ? &condition.micro_steps
-                                 : key == "rank"       ? &condition.ranks
-                                 : key == "engine"     ? &condition.engines
-                                 : key == "forward"    ? &condition.forwards
-                                                       : nullptr;
+    const bool window = key == "micro_step" || key == "window_micro_step";
+    if (window) {
+      if (window_key) {
+        reader_.error(entry.first,
+                      fmt::format("'{}' and '{}' are one condition (the index within the "
+                                  "accumulation window); give one of them",
+                                  window_key->Scalar(), key),
+                      {reader_.quoting_note(*window_key, "the other one is here")});
+        continue;
+      }
+      window_key = entry.first;
+    }
+    std::vector<int64_t>* list = key == "step"      ? &condition.steps
+                                 : window           ? &condition.micro_steps
+                                 : key == "rank"    ? &condition.ranks
+                                 : key == "engine"  ? &condition.engines
+                                 : key == "forward" ? &condition.forwards
+                                                    : nullptr;
     if (list != nullptr) {
       *list = reader_.read_int_list(value, 0).value_or(std::vector<int64_t>{});
+      warn_if_constant(value, *list);
     } else if (key == "phase") {
       if (auto phase = reader_.read_choice(value, "phase", kPhases)) {
         condition.phase = *phase == "train"  ? Condition::Phase::Train
@@ -308,6 +325,46 @@ Condition ScenarioParser::read_condition(const Field& field) {
     }
   }
   return condition;
+}
+
+void ScenarioParser::warn_if_constant(const Field& field, const std::vector<int64_t>& values) {
+  // The values the condition's quantity takes in this scenario, where the file fixes them: the
+  // window index below gradient_accumulation_steps, the rank below world_size.
+  const std::string_view key = field.name;
+  int64_t count = 0;
+  std::string why;
+  if (key == "micro_step" || key == "window_micro_step") {
+    count = scenario_.config.gradient_accumulation_steps;
+    why = fmt::format(
+        "'{}' is the micro-step's index within the accumulation window, 0 to {} with "
+        "gradient_accumulation_steps {}{}",
+        key, count - 1, count,
+        key == "micro_step" ? " (not the engine-wide micro-step that outcomes, traces and "
+                              "`expect` count; `window_micro_step` is its unambiguous name)"
+                            : "");
+  } else if (key == "rank") {
+    count = scenario_.world_size;
+    why = fmt::format("ranks are 0 to {} with world_size {}", count - 1, count);
+  } else {
+    return;
+  }
+  std::vector<bool> covered(static_cast<size_t>(count), false);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (values[i] < count) {
+      covered[static_cast<size_t>(values[i])] = true;
+      continue;
+    }
+    // Point at the value itself when it is one element of a list.
+    const YAML::Node& at = field.value.IsSequence() && i < field.value.size()
+                               ? field.value[i]
+                               : YamlReader::where(field);
+    reader_.warning(at, fmt::format("{}: {} can never match ({})", key, values[i], why));
+  }
+  if (!values.empty() && std::find(covered.begin(), covered.end(), false) == covered.end()) {
+    reader_.warning(
+        YamlReader::where(field),
+        fmt::format("{} matches every value it can take, so it always holds ({})", key, why));
+  }
 }
 
 std::optional<ModuleIndex> ScenarioParser::resolve_call(const YAML::Node& node, ModuleIndex module,

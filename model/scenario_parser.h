@@ -52,6 +52,9 @@ class ScenarioParser {
   /// Checks that each `input_from` names an earlier call of its scope, and marks that call.
   void link_call_inputs(std::vector<Op>& forward);
   Condition read_condition(const Field& field);
+  /// A located warning where a `when` value can never match (a window index past
+  /// gradient_accumulation_steps, a rank past world_size) or the values cover every case.
+  void warn_if_constant(const Field& field, const std::vector<int64_t>& values);
   std::optional<ModuleIndex> resolve_call(const YAML::Node& node, ModuleIndex module,
                                           std::string_view key = "call");
   /// The first child of `module` called `name`, or kNone.

@@ -407,7 +407,7 @@ std::string condition_text(const Condition& when) {
     parts.push_back("step: " + int_list(when.steps));
   }
   if (!when.micro_steps.empty()) {
-    parts.push_back("micro_step: " + int_list(when.micro_steps));
+    parts.push_back("window_micro_step: " + int_list(when.micro_steps));
   }
   if (!when.ranks.empty()) {
     parts.push_back("rank: " + int_list(when.ranks));

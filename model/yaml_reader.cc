@@ -107,6 +107,11 @@ void YamlReader::error_at(SourceLoc at, uint32_t length, std::string message,
   out_.push_back(std::move(diagnostic));
 }
 
+void YamlReader::warning(const YAML::Node& node, std::string message) {
+  error(node, std::move(message));
+  out_.back().severity = diag::Severity::Warning;
+}
+
 Note YamlReader::quoting_note(const YAML::Node& node, std::string message) const {
   Note note;
   note.loc = locate(node);

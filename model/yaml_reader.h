@@ -61,6 +61,8 @@ class YamlReader {
   /// Reports an error at `node`, with a caret as wide as its scalar text.
   void error(const YAML::Node& node, std::string message, std::vector<Note> notes = {});
   void error_at(SourceLoc loc, uint32_t length, std::string message, std::vector<Note> notes = {});
+  /// Reports a warning at `node`: the file loads, but something in it cannot mean what it says.
+  void warning(const YAML::Node& node, std::string message);
   /// A note at `node` that quotes its line ("previous definition here").
   [[nodiscard]] Note quoting_note(const YAML::Node& node, std::string message) const;
   /// A "did you mean 'x'?" note at `node` when `word` is close to a candidate; none otherwise,

@@ -306,7 +306,8 @@ void Coordinator::gather_sync(ParamIndex p, EventKind kind) {
   params_.status[p] = Status::Available;
   params_.fast_sharded[p] = 0;
   emitter_.emit(kind, model::kNone, p);
-  ++emitter_.stats.getter_gathers;
+  ++(kind == EventKind::PersistentGather ? emitter_.stats.persistent_gathers
+                                         : emitter_.stats.getter_gathers);
   emitter_.stats.gathered_bytes += params_.bytes[p];
   if (collectives_.enabled()) {  // the payload vector is built only when ranks are compared
     collectives_.add(kind == EventKind::PersistentGather ? CollectiveKind::PersistentGather

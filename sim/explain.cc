@@ -114,6 +114,14 @@ std::string explain_invalidation(const model::Scenario& scenario, const Invalida
           "not in others.\n",
           module_name(scenario, call.caller), module_name(scenario, m),
           model::condition_text(*call.when));
+      if (!call.when->micro_steps.empty()) {
+        // The place above counts micro-steps engine-wide; the condition, within the window.
+        const int64_t window = scenario.config.gradient_accumulation_steps;
+        out += fmt::format(
+            "  (`window_micro_step` is the index within the accumulation window: micro-step {} "
+            "is index {} of {}.)\n",
+            at.micro_step, at.micro_step % window, window);
+      }
       return out;
     }
   }

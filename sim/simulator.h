@@ -41,7 +41,8 @@ struct RunStats {
   uint64_t gathers = 0;  ///< coalesced gather calls (fetch + prefetch)
   uint64_t gathered_params = 0;
   int64_t gathered_bytes = 0;
-  uint64_t getter_gathers = 0;
+  uint64_t getter_gathers = 0;      ///< the getter's synchronous gathers (and dangling returns')
+  uint64_t persistent_gathers = 0;  ///< persistent params regathered by _post_step or a checkpoint
   uint64_t releases = 0;
   uint64_t passes = 0;
   uint64_t optimizer_steps = 0;

@@ -1,5 +1,8 @@
 // zfetch validate FILE...: load scenarios (.yaml/.yml/.json) or traces (.jsonl) and report
 // every problem, compiler-style, on stderr.
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -30,6 +33,9 @@ bool validate_scenario(const std::string& path) {
   for (const model::Diagnostic& diagnostic : result.diagnostics) {
     std::fputs(diag::render(diagnostic).c_str(), stderr);
   }
+  for (const model::Diagnostic& warning : result.warnings) {
+    std::fputs(diag::render(warning).c_str(), stderr);
+  }
   if (!result.scenario) {
     return false;
   }
@@ -41,8 +47,18 @@ bool validate_scenario(const std::string& path) {
   if (!calibration.calibration) {
     return false;
   }
-  std::printf("%s: ok (%zu modules, %zu parameters)\n", path.c_str(),
-              result.scenario->modules.size(), result.scenario->params.size());
+  // Parameters as model.parameters() counts them: a tensor shared by tying once.
+  const auto& params = result.scenario->params;
+  const auto distinct = static_cast<size_t>(
+      std::count_if(params.begin(), params.end(),
+                    [](const model::ParamSpec& p) { return p.tied_to == model::kNone; }));
+  std::string tied;
+  if (distinct != params.size()) {
+    tied = fmt::format("; {} tied name{} counted with the parameter they share",
+                       params.size() - distinct, params.size() - distinct == 1 ? "" : "s");
+  }
+  std::printf("%s: ok (%zu modules, %zu parameters%s)\n", path.c_str(),
+              result.scenario->modules.size(), distinct, tied.c_str());
   return true;
 }
 

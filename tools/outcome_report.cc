@@ -217,6 +217,7 @@ nlohmann::ordered_json outcome_json(const model::Scenario& scenario, sim::Discov
                 {"gathered_params", s.gathered_params},
                 {"gathered_bytes", s.gathered_bytes},
                 {"getter_gathers", s.getter_gathers},
+                {"persistent_gathers", s.persistent_gathers},
                 {"releases", s.releases}};
   return j;
 }

@@ -29,6 +29,9 @@ std::optional<model::Scenario> load_or_report(const std::string& path,
   for (const model::Diagnostic& diagnostic : result.diagnostics) {
     std::fputs(diag::render(diagnostic).c_str(), stderr);
   }
+  for (const model::Diagnostic& warning : result.warnings) {
+    std::fputs(diag::render(warning).c_str(), stderr);
+  }
   if (!result.scenario) {
     return std::nullopt;
   }

@@ -34,4 +34,15 @@ inline Scenario load_ok(const std::string& text) {
   return std::move(*result.scenario);
 }
 
+/// Every warning of parsing `text` as "input" (which must load), rendered as the CLI prints it.
+inline std::string warnings_of(const std::string& text) {
+  const LoadResult result = parse_scenario_text("input", text);
+  CHECK(result.scenario.has_value());
+  std::string out;
+  for (const Diagnostic& warning : result.warnings) {
+    out += diag::render(warning);
+  }
+  return out;
+}
+
 }  // namespace zfetch::model::testing

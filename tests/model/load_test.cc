@@ -14,6 +14,7 @@ namespace {
 
 using testing::errors_of;
 using testing::load_ok;
+using testing::warnings_of;
 
 const char* const kTail = R"(model:
   name: m
@@ -455,6 +456,48 @@ schedule: [train: 1]
     CHECK(call.when.ranks == std::vector<int64_t>{0});
     CHECK(call.when.engines == std::vector<int64_t>{1});
     CHECK(call.when.phase == Condition::Phase::Eval);
+  }
+
+  TEST_CASE("load: when: {window_micro_step} is micro_step's documented name; never/always warn") {
+    const auto scenario = [](const std::string& when, int gas, int world) {
+      return "name: w\nworld_size: " + std::to_string(world) +
+             "\ndeepspeed: {gradient_accumulation_steps: " + std::to_string(gas) +
+             ", zero_optimization: {stage: 3}}\nmodel:\n  name: m\n  children:\n"
+             "    - {name: a, params: {w: [1]}}\n"
+             "  forward:\n    - {call: a, when: " +
+             when + "}\nschedule: [train: 1]\n";
+    };
+    const Scenario window = load_ok(scenario("{window_micro_step: [1, 2]}", 4, 1));
+    const Scenario old_name = load_ok(scenario("{micro_step: [1, 2]}", 4, 1));
+    CHECK(window.modules[0].forward[0].when.micro_steps == std::vector<int64_t>{1, 2});
+    CHECK(old_name.modules[0].forward[0].when.micro_steps ==
+          window.modules[0].forward[0].when.micro_steps);
+    CHECK(warnings_of(scenario("{window_micro_step: [1, 2], rank: 1}", 4, 2)).empty());
+    CHECK(errors_of(scenario("{micro_step: 1, window_micro_step: 1}", 4, 1)) ==
+          "input:9:39: error: 'micro_step' and 'window_micro_step' are one condition (the index "
+          "within the accumulation window); give one of them\n"
+          "    - {call: a, when: {micro_step: 1, window_micro_step: 1}}\n"
+          "                                      ^~~~~~~~~~~~~~~~~\n"
+          "input:9:24: note: the other one is here\n"
+          "    - {call: a, when: {micro_step: 1, window_micro_step: 1}}\n"
+          "                       ^~~~~~~~~~\n");
+    CHECK(warnings_of(scenario("{window_micro_step: [0, 2]}", 2, 1)) ==
+          "input:9:47: warning: window_micro_step: 2 can never match ('window_micro_step' is the "
+          "micro-step's index within the accumulation window, 0 to 1 with "
+          "gradient_accumulation_steps 2)\n"
+          "    - {call: a, when: {window_micro_step: [0, 2]}}\n"
+          "                                              ^\n");
+    CHECK(warnings_of(scenario("{micro_step: 0}", 1, 1)) ==
+          "input:9:36: warning: micro_step matches every value it can take, so it always holds "
+          "('micro_step' is the micro-step's index within the accumulation window, 0 to 0 with "
+          "gradient_accumulation_steps 1 (not the engine-wide micro-step that outcomes, traces "
+          "and `expect` count; `window_micro_step` is its unambiguous name))\n"
+          "    - {call: a, when: {micro_step: 0}}\n"
+          "                                   ^\n");
+    CHECK(warnings_of(scenario("{rank: 2}", 1, 2)) ==
+          "input:9:30: warning: rank: 2 can never match (ranks are 0 to 1 with world_size 2)\n"
+          "    - {call: a, when: {rank: 2}}\n"
+          "                             ^\n");
   }
 
   TEST_CASE("load: a ds_config JSON file is read, its errors located in it") {

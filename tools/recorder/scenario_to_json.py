@@ -303,10 +303,13 @@ def _when(raw):
     if "forward" in raw or raw.get("phase") == "generate":
         raise ScenarioError("the runner has no 'when: forward' nor 'phase: generate'")
     out = {}
-    for key in ("step", "micro_step", "rank", "engine"):
+    # `window_micro_step` is the documented name of the index within the accumulation window,
+    # `micro_step` its older one (docs/scenario-format.md); the runner calls it micro_step
+    for key, name in (("step", "step"), ("window_micro_step", "micro_step"), ("micro_step", "micro_step"),
+                      ("rank", "rank"), ("engine", "engine")):
         if key in raw:
             v = raw[key]
-            out[key] = [int(x) for x in v] if isinstance(v, list) else [int(v)]
+            out[name] = [int(x) for x in v] if isinstance(v, list) else [int(v)]
     if "phase" in raw:
         out["phase"] = str(raw["phase"])
     return out
