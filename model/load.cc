@@ -249,7 +249,7 @@ void read_top_level(YamlReader& reader, const YAML::Node& root, std::string_view
   }
   if (model_field) {
     parser.read_model(*model_field);
-    parser.resolve_generate_encoders();
+    parser.resolve_generate_modules();
   }
   if (auto field = find("expect")) {
     parser.read_expectations(*field);

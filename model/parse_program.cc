@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <optional>
 #include <string_view>
 
@@ -20,11 +21,15 @@ using namespace std::string_view_literals;
 constexpr std::array kOpKindKeys = {"call"sv, "access"sv, "checkpoint"sv, "repeat"sv, "returns"sv};
 constexpr std::array kOpKeys = {"call"sv, "access"sv, "checkpoint"sv, "repeat"sv, "returns"sv,
                                 "kind"sv, "body"sv,   "when"sv,       "input"sv,  "input_from"sv};
-constexpr std::array kCallEachKeys = {"call_each"sv, "when"sv};
+constexpr std::array kCallEachKeys = {"call_each"sv, "when"sv, "route"sv, "layerdrop"sv};
 // `window_micro_step` is the documented name of the index within the accumulation window;
 // `micro_step` is its older name, kept with the same meaning.
-constexpr std::array kConditionKeys = {"step"sv,   "window_micro_step"sv, "micro_step"sv, "rank"sv,
-                                       "engine"sv, "forward"sv,           "phase"sv};
+constexpr std::array kConditionKeys = {
+    "step"sv,  "window_micro_step"sv, "micro_step"sv, "rank"sv, "engine"sv, "forward"sv, "phase"sv,
+    "route"sv, "layerdrop"sv};
+// A draw in `when` names its candidate; on `call_each` the children are the candidates.
+constexpr std::array kRouteKeys = {"seed"sv, "top_k"sv, "of"sv, "index"sv};
+constexpr std::array kLayerDropKeys = {"seed"sv, "p"sv, "index"sv};
 constexpr std::array kPhases = {"train"sv, "eval"sv, "generate"sv};
 constexpr std::array kAccessKinds = {"data"sv, "metadata"sv};
 constexpr std::array kCheckpointKeys = {"reentrant"sv};
@@ -112,9 +117,24 @@ void ScenarioParser::read_call_each(const YAML::Node& node, ModuleIndex module,
   reader_.check_keys(node, kCallEachKeys, "a 'call_each' operation");
   Condition when;
   std::optional<ModuleIndex> container;
+  Draw draw;
+  YAML::Node draw_key;
+  for (const auto& entry : node) {
+    const std::string& key = entry.first.Scalar();
+    if (key == "route" || key == "layerdrop") {
+      if (draw.kind != Draw::Kind::None) {
+        reader_.error(entry.first, "give one of 'route' and 'layerdrop', not both");
+      }
+      draw = read_draw({entry.second, key, entry.first}, false);
+      draw_key.reset(entry.first);
+    }
+  }
   for (const auto& entry : node) {
     if (entry.first.Scalar() == "when") {
       when = read_condition({entry.second, "when", entry.first});
+      if (draw.kind != Draw::Kind::None && when.draw.kind != Draw::Kind::None) {
+        reader_.error(draw_key, "a 'call_each' with a draw cannot also draw in its 'when'");
+      }
     } else if (entry.first.Scalar() == "call_each") {
       container = resolve_call(entry.second, module);
       if (container && scenario_.modules[*container].children.empty()) {
@@ -127,14 +147,90 @@ void ScenarioParser::read_call_each(const YAML::Node& node, ModuleIndex module,
   if (!container) {
     return;
   }
-  for (ModuleIndex child : scenario_.modules[*container].children) {
+  const std::vector<ModuleIndex>& children = scenario_.modules[*container].children;
+  if (draw.kind == Draw::Kind::Route) {
+    draw.of = static_cast<int64_t>(children.size());
+    if (draw.top_k > draw.of) {
+      reader_.error(draw_key, fmt::format("'route' picks top_k {} of the {} children of '{}'",
+                                          draw.top_k, draw.of, describe(*container)));
+      draw.top_k = draw.of;
+    }
+  }
+  for (size_t k = 0; k < children.size(); ++k) {
     Op op;
     op.kind = Op::Kind::Call;
     op.loc = YamlReader::loc(node);
     op.when = when;
-    op.callee = child;
+    if (draw.kind != Draw::Kind::None) {
+      op.when.draw = draw;
+      op.when.draw.index = static_cast<int64_t>(k);
+    }
+    op.callee = children[k];
     ops.push_back(std::move(op));
   }
+}
+
+Draw ScenarioParser::read_draw(const Field& field, bool in_when) {
+  Draw draw;
+  if (!reader_.expect_map(field)) {
+    return draw;
+  }
+  const bool route = field.name == "route";
+  draw.kind = route ? Draw::Kind::Route : Draw::Kind::LayerDrop;
+  const std::span<const std::string_view> keys =
+      route ? std::span<const std::string_view>(kRouteKeys)
+            : std::span<const std::string_view>(kLayerDropKeys);
+  // On `call_each` the children are the candidates, so `of` and `index` are not given.
+  const std::span<const std::string_view> allowed = in_when ? keys : keys.first(2);
+  reader_.check_keys(field.value, allowed, fmt::format("'{}'", field.name));
+  bool has_seed = false;
+  bool has_p = false;
+  for (const auto& entry : field.value) {
+    const std::string& key = entry.first.Scalar();
+    const Field value{entry.second, key, entry.first};
+    if (key == "seed") {
+      has_seed = true;
+      draw.seed = static_cast<uint64_t>(reader_.read_int(value, 0).value_or(0));
+    } else if (key == "top_k") {
+      draw.top_k = reader_.read_int(value, 1).value_or(1);
+    } else if (key == "of") {
+      draw.of = reader_.read_int(value, 1).value_or(1);
+    } else if (key == "index") {
+      draw.index = reader_.read_int(value, 0).value_or(0);
+    } else if (key == "p") {
+      has_p = true;
+      draw.p = read_probability(value).value_or(0);
+    }
+  }
+  if (!has_seed) {
+    reader_.error(field.key, fmt::format("'{}' needs a 'seed'", field.name));
+  }
+  if (!route && !has_p) {
+    reader_.error(field.key, "'layerdrop' needs 'p', the probability of dropping a layer");
+  }
+  if (route && in_when && (draw.top_k > draw.of || draw.index >= draw.of)) {
+    reader_.error(field.key,
+                  fmt::format("'route' needs top_k <= of and index < of; got top_k {}, of {}, "
+                              "index {}",
+                              draw.top_k, draw.of, draw.index));
+  }
+  return draw;
+}
+
+std::optional<double> ScenarioParser::read_probability(const Field& field) {
+  const std::optional<std::string> text = reader_.read_string(field);
+  if (!text) {
+    return std::nullopt;
+  }
+  double value = -1;
+  const char* end = text->data() + text->size();
+  const auto [at, error] = std::from_chars(text->data(), end, value);
+  if (error != std::errc() || at != end || !(value >= 0 && value <= 1)) {
+    reader_.error(field.value,
+                  fmt::format("'{}' is a probability from 0 to 1, got '{}'", field.name, *text));
+    return std::nullopt;
+  }
+  return value;
 }
 
 bool ScenarioParser::read_op(const YAML::Node& node, ModuleIndex module, Op& op) {
@@ -316,6 +412,11 @@ Condition ScenarioParser::read_condition(const Field& field) {
     if (list != nullptr) {
       *list = reader_.read_int_list(value, 0).value_or(std::vector<int64_t>{});
       warn_if_constant(value, *list);
+    } else if (key == "route" || key == "layerdrop") {
+      if (condition.draw.kind != Draw::Kind::None) {
+        reader_.error(entry.first, "give one of 'route' and 'layerdrop', not both");
+      }
+      condition.draw = read_draw(value, true);
     } else if (key == "phase") {
       if (auto phase = reader_.read_choice(value, "phase", kPhases)) {
         condition.phase = *phase == "train"  ? Condition::Phase::Train

@@ -21,7 +21,7 @@ constexpr std::array kScheduleKinds = {"train"sv,           "eval"sv,
                                        "load_checkpoint"sv, "empty_partition_cache"sv,
                                        "generate"sv};
 constexpr std::array kForwardModes = {"grad"sv, "no_grad"sv, "eval"sv};
-constexpr std::array kGenerateKeys = {"tokens"sv, "encoder"sv, "training"sv};
+constexpr std::array kGenerateKeys = {"tokens"sv, "encoder"sv, "training"sv, "model"sv, "unwrap"sv};
 // An expectation names a phase a failure can happen in: every trace phase but `none`.
 std::span<const std::string_view> expect_phase_names() {
   return trace::phase_names().subspan(1);
@@ -192,17 +192,24 @@ bool ScenarioParser::read_generate(const Field& field, ScheduleItem& item) {
       item.steps = reader_.read_int(value, 1).value_or(1);
     } else if (name == "training") {
       item.training = reader_.read_bool(value).value_or(false);
-    } else if (name == "encoder" && reader_.read_string(value)) {
+    } else if (name == "unwrap") {
+      // `none` is the default, not a value a file gives.
+      if (const auto behaviour =
+              reader_.read_choice(value, "unwrap", kRehookNames.names().subspan(1))) {
+        item.unwrap = kRehookNames.find(*behaviour).value_or(Rehook::None);
+      }
+    } else if ((name == "encoder" || name == "model") && reader_.read_string(value)) {
       // Resolved once the model is read (the schedule is read first).
-      pending_encoders_.emplace_back(scenario_.schedule.size(), entry.second);
+      pending_generate_modules_.push_back({scenario_.schedule.size(), entry.first, entry.second});
     }
   }
   return true;
 }
 
-void ScenarioParser::resolve_generate_encoders() {
-  for (const auto& [index, node] : pending_encoders_) {
-    const std::string& path = node.Scalar();
+void ScenarioParser::resolve_generate_modules() {
+  for (const PendingGenerateModule& pending : pending_generate_modules_) {
+    const std::string& key = pending.key.Scalar();
+    const std::string& path = pending.value.Scalar();
     const auto found = module_by_name_.find(path);
     if (found == module_by_name_.end() || found->second == 0) {
       std::vector<std::string> names;
@@ -211,16 +218,23 @@ void ScenarioParser::resolve_generate_encoders() {
           names.push_back(spec.qualified_name);
         }
       }
-      reader_.error(node,
-                    found == module_by_name_.end()
-                        ? fmt::format("unknown module '{}' as the 'encoder' of 'generate'", path)
-                        : std::string("the 'encoder' of 'generate' is a submodule called "
-                                      "directly; the root's forwards are the generate loop's"),
-                    found == module_by_name_.end() ? reader_.did_you_mean(node, path, names)
-                                                   : std::vector<Note>{});
+      const bool unknown = found == module_by_name_.end();
+      std::string message =
+          unknown ? fmt::format("unknown module '{}' as the '{}' of 'generate'", path, key)
+          : key == "encoder"
+              ? std::string(
+                    "the 'encoder' of 'generate' is a submodule called directly; the "
+                    "root's forwards are the generate loop's")
+              : std::string(
+                    "the 'model' of 'generate' is the root, which generate() runs "
+                    "when 'model' is left out");
+      reader_.error(
+          pending.value, message,
+          unknown ? reader_.did_you_mean(pending.value, path, names) : std::vector<Note>{});
       continue;
     }
-    scenario_.schedule[index].encoder = found->second;
+    ScheduleItem& item = scenario_.schedule[pending.index];
+    (key == "encoder" ? item.encoder : item.generate_model) = found->second;
   }
 }
 

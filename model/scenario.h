@@ -55,6 +55,23 @@ struct ParamSpec {
   SourceLoc loc;
 };
 
+/// A seeded draw per root forward that decides whether a call runs (docs/scenario-format.md,
+/// "Seeded draws"): candidate `index` of `of` takes value `index` of the counter-based stream
+/// keyed by (`seed`, step, micro-step, forward).
+struct Draw {
+  enum class Kind : uint8_t {
+    None,
+    Route,      ///< `route`: runs iff among the `top_k` candidates with the smallest values
+    LayerDrop,  ///< `layerdrop`: skipped in training iff its value, as a uniform in [0, 1), < p
+  };
+  Kind kind = Kind::None;
+  uint64_t seed = 0;
+  int64_t index = 0;  ///< this call's candidate number, from 0
+  int64_t of = 1;     ///< Route: the number of candidates
+  int64_t top_k = 1;  ///< Route
+  double p = 0;       ///< LayerDrop: the drop probability
+};
+
 /// `when:` guard of a program operation. Each list, when non-empty, must contain the current
 /// value; all present lists must match. Steps count optimizer steps from 0 across the whole
 /// schedule; micro-steps count from 0 within the current optimizer step.
@@ -69,9 +86,10 @@ struct Condition {
   /// Train: a training micro-step's forwards (grad or not); Eval: an eval pass or an `eval`
   /// forward of a micro-step; Generate: the forwards of a `generate` item.
   enum class Phase : uint8_t { Any, Train, Eval, Generate } phase = Phase::Any;
+  Draw draw;  ///< `route` / `layerdrop`: a seeded draw must pick the call too
   [[nodiscard]] bool always() const {
     return steps.empty() && micro_steps.empty() && ranks.empty() && engines.empty() &&
-           forwards.empty() && phase == Phase::Any;
+           forwards.empty() && phase == Phase::Any && draw.kind == Draw::Kind::None;
   }
 };
 
@@ -138,6 +156,17 @@ enum class ForwardMode : uint8_t {
   Eval,    ///< `eval`: model.eval() and no grad, inside the accumulation window
 };
 
+/// Which DeepSpeed re-registers the ZeRO-3 hooks at the end of `unwrap_model_for_generation`
+/// (`generate: {unwrap: ...}`): the module ids are renumbered either way (2.2).
+enum class Rehook : uint8_t {
+  None,        ///< the generate does not run inside unwrap_model_for_generation
+  Before8043,  ///< `before-8043`: the coordinator keeps its trace, recorded under the old ids
+  After8043,   ///< `after-8043` (PR #8043, the snapshot): re-registering the root invalidates it
+};
+/// The scenario-file names of the Rehook values that a file can give, in Rehook's order.
+inline constexpr base::EnumNames<Rehook::After8043> kRehookNames("none", "before-8043",
+                                                                 "after-8043");
+
 /// One entry of the schedule.
 struct ScheduleItem {
   enum class Kind : uint8_t {
@@ -156,8 +185,14 @@ struct ScheduleItem {
   std::vector<ForwardMode> forwards;
   ModuleIndex encoder = kNone;  ///< Generate: the module called directly first, or kNone
   bool training = false;        ///< Generate: the model stays in training mode
-  std::string tag;              ///< SaveCheckpoint / LoadCheckpoint
-  bool reuse_model = false;     ///< Restart: build the new engine on the same model object (A3)
+  /// Generate: the module generate() runs once per token, or kNone for the root. A PEFT
+  /// model's generate() runs its base model, so the root's _start_of_forward_hook never fires.
+  ModuleIndex generate_model = kNone;
+  /// Generate: inside unwrap_model_for_generation (all params gathered, hooks removed, then
+  /// re-registered), and which DeepSpeed re-registers them.
+  Rehook unwrap = Rehook::None;
+  std::string tag;           ///< SaveCheckpoint / LoadCheckpoint
+  bool reuse_model = false;  ///< Restart: build the new engine on the same model object (A3)
   std::vector<int64_t> overflow_steps;  ///< Train: optimizer steps skipped for fp16 overflow
   SourceLoc loc;
 };

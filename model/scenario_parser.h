@@ -24,8 +24,8 @@ class ScenarioParser {
   void read_schedule(const Field& field);
   /// Needs read_model first: expectations name modules.
   void read_expectations(const Field& field);
-  /// Needs read_model first: the `encoder` of each `generate` item names a module.
-  void resolve_generate_encoders();
+  /// Needs read_model first: the `encoder` and `model` of each `generate` item name modules.
+  void resolve_generate_modules();
 
  private:
   void read_module(const Field& field, ModuleIndex parent);
@@ -55,6 +55,11 @@ class ScenarioParser {
   /// A located warning where a `when` value can never match (a window index past
   /// gradient_accumulation_steps, a rank past world_size) or the values cover every case.
   void warn_if_constant(const Field& field, const std::vector<int64_t>& values);
+  /// `route: {seed, top_k[, of, index]}` or `layerdrop: {seed, p[, index]}`; `of` and `index`
+  /// only `in_when` (on `call_each` the children are the candidates).
+  Draw read_draw(const Field& field, bool in_when);
+  /// A number from 0 to 1 (`layerdrop`'s `p`).
+  std::optional<double> read_probability(const Field& field);
   std::optional<ModuleIndex> resolve_call(const YAML::Node& node, ModuleIndex module,
                                           std::string_view key = "call");
   /// The first child of `module` called `name`, or kNone.
@@ -84,8 +89,14 @@ class ScenarioParser {
   std::unordered_map<std::string, ParamIndex> param_by_name_;
   std::unordered_map<std::string, ModuleIndex> module_by_name_;
 
-  // `generate` items' `encoder` nodes, by schedule index: resolved after the model is read.
-  std::vector<std::pair<size_t, YAML::Node>> pending_encoders_;
+  // `generate` items' `encoder` and `model` nodes, by schedule index: resolved after the model
+  // is read.
+  struct PendingGenerateModule {
+    size_t index;
+    YAML::Node key;
+    YAML::Node value;
+  };
+  std::vector<PendingGenerateModule> pending_generate_modules_;
 
   YAML::Node templates_;
   std::vector<std::string> template_names_;

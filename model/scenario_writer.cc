@@ -342,6 +342,12 @@ class Writer {
         if (item.training) {
           keys += ", training: true";
         }
+        if (item.generate_model != kNone) {
+          keys += ", model: " + scalar(s_.modules[item.generate_model].qualified_name);
+        }
+        if (item.unwrap != Rehook::None) {
+          keys += fmt::format(", unwrap: {}", kRehookNames[item.unwrap]);
+        }
         line(1, fmt::format("- generate: {{{}}}", keys));
         break;
       }
@@ -422,6 +428,14 @@ std::string condition_text(const Condition& when) {
     parts.push_back(when.phase == Condition::Phase::Train  ? "phase: train"
                     : when.phase == Condition::Phase::Eval ? "phase: eval"
                                                            : "phase: generate");
+  }
+  const Draw& draw = when.draw;
+  if (draw.kind == Draw::Kind::Route) {
+    parts.push_back(fmt::format("route: {{seed: {}, top_k: {}, of: {}, index: {}}}", draw.seed,
+                                draw.top_k, draw.of, draw.index));
+  } else if (draw.kind == Draw::Kind::LayerDrop) {
+    parts.push_back(
+        fmt::format("layerdrop: {{seed: {}, p: {}, index: {}}}", draw.seed, draw.p, draw.index));
   }
   return fmt::format("{{{}}}", fmt::join(parts, ", "));
 }

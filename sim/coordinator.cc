@@ -4,9 +4,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
+#include <unordered_map>
 
 #include "sim/ds_format.h"
 #include "sim/explain.h"
+#include "trace/names.h"
 
 namespace zfetch::sim {
 namespace {
@@ -109,13 +112,15 @@ void Coordinator::reset_step() {
       // Build the param trace from the occurrences, with each module's params as they are
       // now: externals discovered late in the RECORD pass apply to every occurrence (3.2).
       param_order_.clear();
-      for (const Occurrence& o : submodule_order_) {
+      steps_by_current_ids();
+      for (size_t k = 0; k < submodule_order_.size(); ++k) {
+        const Occurrence& o = submodule_order_[k];
         std::span<const ParamIndex> list = param_list(o.module);
         gather_scratch_.assign(list.begin(), list.end());
         std::sort(gather_scratch_.begin(), gather_scratch_.end(),
                   [&](ParamIndex a, ParamIndex b) { return params_.ds_id[a] < params_.ds_id[b]; });
         for (ParamIndex p : gather_scratch_) {
-          param_order_.push_back({p, o.step});
+          param_order_.push_back({p, popped_steps_[k]});
         }
       }
       if (collectives_.enabled()) {
@@ -142,6 +147,55 @@ void Coordinator::reset_step() {
   n_available_ = 0;
 }
 
+void Coordinator::steps_by_current_ids() {
+  popped_steps_.clear();
+  bool renumbered = false;
+  for (const Occurrence& o : submodule_order_) {
+    popped_steps_.push_back(o.step);
+    renumbered = renumbered || o.recorded_ds_id != modules_.ds_id[o.module];
+  }
+  if (!renumbered) {
+    return;  // each module pops its own steps, in order: the recorded ones
+  }
+  // __step_id_module_fetched_for: one deque of steps per ds_id at record time, each popped from
+  // the left by the module whose ds_id it is now.
+  std::unordered_map<int64_t, std::deque<int32_t>> queued;
+  for (const Occurrence& o : submodule_order_) {
+    queued[o.recorded_ds_id].push_back(o.step);
+  }
+  for (size_t k = 0; k < submodule_order_.size(); ++k) {
+    const ModuleIndex m = submodule_order_[k].module;
+    std::deque<int32_t>& steps = queued[modules_.ds_id[m]];
+    if (steps.empty()) {
+      emitter_.emit(EventKind::Error, m);
+      raise(OutcomeKind::Error, "pop from an empty deque",
+            fmt::format(
+                "IndexError in record_parameters, when the root's forward starts: the trace "
+                "was being recorded when the ZeRO-3 hooks were registered again (the end of "
+                "unwrap_model_for_generation), and registering them renumbers every module "
+                "(the ds_id counter is never reset), so the steps recorded for {} under its old "
+                "id ({}) are looked up under its new one ({}) and none are there. DeepSpeed "
+                "with PR #8043 (and trl with PR #4693) invalidates the trace when the hooks "
+                "are re-registered, so it is recorded again under the new ids.",
+                trace::display_module_name(scenario_.modules[m].qualified_name),
+                submodule_order_[k].recorded_ds_id, modules_.ds_id[m]),
+            m);
+    }
+    popped_steps_[k] = steps.front();
+    steps.pop_front();
+  }
+}
+
+void Coordinator::invalidate_on_rehook() {
+  if (mode_ != TraceMode::Invalid) {
+    // Noted with the root as both the module found and the one expected, which no trace check
+    // produces: the explanation tells a re-registration by it.
+    note_invalidation(0, 0);
+    emitter_.emit(EventKind::TraceInvalidate, 0, model::kNone, step_id_);
+    invalidate({});
+  }
+}
+
 void Coordinator::invalidate(std::string warning) {
   mode_ = TraceMode::Invalid;
   submodule_order_.clear();
@@ -151,7 +205,8 @@ void Coordinator::invalidate(std::string warning) {
   queue_head_ = 0;
   clean_inflight_registry();
   ++invalidations_;
-  if (config_.log_trace_cache_warnings && emitter_.context.rank == 0 && warnings_.size() < 100) {
+  if (!warning.empty() && config_.log_trace_cache_warnings && emitter_.context.rank == 0 &&
+      warnings_.size() < 100) {
     warnings_.push_back(std::move(warning));
   }
 }
@@ -180,7 +235,7 @@ void Coordinator::prologue_and_record(ModuleIndex m) {
     if (submodule_order_.empty()) {
       recorded_phase_ = emitter_.context.phase;
     }
-    submodule_order_.push_back({m, step_id_});
+    submodule_order_.push_back({m, step_id_, modules_.ds_id[m]});
   }
 }
 
@@ -641,6 +696,10 @@ void Coordinator::release_and_reset_all(PartitionCause cause) {
     params_.consumers[p].clear();
     params_.attributed_owner[p] = -1;
   }
+  partition_all(cause);
+}
+
+void Coordinator::partition_all(PartitionCause cause) {
   for (ParamIndex p : params_.by_id) {
     if (params_.status[p] == Status::Available) {
       partition(p, EventKind::PartitionAll, cause);

@@ -19,10 +19,12 @@ namespace zfetch::sim {
 
 enum class TraceMode : uint8_t { Record = 1, Complete = 2, Invalid = 3 };
 
-/// One module occurrence of the recorded module trace, with the step it was fetched at.
+/// One module occurrence of the recorded module trace, with the step it was fetched at and the
+/// module's ds_id when it was recorded (record_module keys its step by that id, 3.2).
 struct Occurrence {
   ModuleIndex module;
   int32_t step;
+  int64_t recorded_ds_id;
 };
 
 /// One entry of the parameter trace / fetch queue: (param, step_id_last_used_at).
@@ -49,6 +51,9 @@ class Coordinator {
   void reset_step();
   /// trace_prologue (3.3 a) then record_module in RECORD mode (3.2).
   void prologue_and_record(ModuleIndex m);
+  /// The hooks were registered on the root again (_register_deepspeed_module, PR #8043):
+  /// invalidates a trace that is not already invalid, without a warning.
+  void invalidate_on_rehook();
   /// fetch_sub_module (4.1); `in_graph_task` enables recompute attribution for forward fetches.
   void fetch(ModuleIndex m, bool forward, bool in_graph_task);
   /// release_sub_module (4.3).
@@ -57,6 +62,8 @@ class Coordinator {
   void release_backward_leftovers();
   /// release_and_reset_all (2.11): optimizer step, checkpoint prologue, empty_partition_cache.
   void release_and_reset_all(PartitionCause cause);
+  /// Partitions every available param, persistent ones too (GatheredParameters' exit).
+  void partition_all(PartitionCause cause);
   /// Synchronous gather of `p` outside the coordinator (getter, dangling return, _post_step).
   void gather_sync(ParamIndex p, trace::EventKind kind);
 
@@ -70,6 +77,10 @@ class Coordinator {
   void release_param(ParamIndex p);
   void clean_inflight_registry();
   void invalidate(std::string warning);
+  /// The step of each occurrence as record_parameters pops it (3.2): the steps are queued by
+  /// the ds_id at record time and popped by the ds_id now, so after the module ids were
+  /// renumbered (hooks re-registered) an occurrence may pop another module's step, or none.
+  void steps_by_current_ids();
   void note_invalidation(ModuleIndex found, ModuleIndex expected);
   void queue_check(ModuleIndex m, std::span<const ParamIndex> list);
   void prefetch();
@@ -107,6 +118,7 @@ class Coordinator {
   int64_t n_available_ = 0;
   int64_t invalidations_ = 0;
   std::vector<Occurrence> submodule_order_;
+  std::vector<int32_t> popped_steps_;  ///< steps_by_current_ids: per occurrence
   std::vector<QueueEntry> param_order_;
   size_t queue_head_ = 0;
   bool queue_valid_ = false;

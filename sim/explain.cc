@@ -86,6 +86,15 @@ std::string explain_invalidation(const model::Scenario& scenario, const Invalida
       "- In the {} at engine {}, micro-step {} (rank {}), trace step {}: ", kPhaseWords[at.phase],
       at.engine, at.micro_step, at.rank, at.trace_step);
   const std::string found = module_name(scenario, at.found);
+  if (at.found == 0 && at.expected == 0) {  // Coordinator::invalidate_on_rehook
+    out += fmt::format(
+        "the ZeRO-3 hooks were registered on the model again (the end of "
+        "unwrap_model_for_generation), and DeepSpeed (PR #8043) invalidates the trace, recorded "
+        "in the {} with {} module{}, when that happens. The next pass records it again, and a "
+        "trace thrown away by every generation is never used to prefetch.\n",
+        kPhaseWords[at.recorded_phase], at.trace_length, at.trace_length == 1 ? "" : "s");
+    return out;
+  }
   if (at.expected == model::kNone) {
     out += fmt::format(
         "'{}' ran, but the trace, recorded in the {}, has only {} module{}, so it expected none.\n",
@@ -169,6 +178,11 @@ std::string partition_reason(const Partitioned& partitioned) {
     return fmt::format(
         "empty_partition_cache() partitioned every param, persistent ones included (engine {})",
         at.engine);
+  case PartitionCause::GatheredParametersExit:
+    return fmt::format(
+        "the end of unwrap_model_for_generation (its GatheredParameters) partitioned every "
+        "param, persistent ones included (engine {}, step {})",
+        at.engine, at.step);
   }
   return "";
 }

@@ -170,16 +170,7 @@ void Process::build_engine(bool fresh_model) {
       }
     }
   }
-  // Module ids: the mutable-default-list counter of _register_deepspeed_module (2.2): the root
-  // takes the current value, every child visit increments first.
-  for (size_t i = 0; i < scenario_.modules.size(); ++i) {
-    const auto m = static_cast<ModuleIndex>(i);
-    if (!modules_.hooked[m]) {
-      continue;
-    }
-    modules_.ds_id[m] = m == 0 ? module_counter_ : ++module_counter_;
-    modules_.recompute[m].clear();  // reset on (re-)registration
-  }
+  number_modules();
   // Persistence is only ever set to True (1.5).
   const std::vector<bool> persistent = model::select_persistent(scenario_, config_);
   for (size_t i = 0; i < persistent.size(); ++i) {
@@ -201,6 +192,19 @@ void Process::build_engine(bool fresh_model) {
   check_one_trainable_dtype();
   fwd_stack_.push_back(0);
   emitter_.emit(EventKind::EngineInit, 0);
+}
+
+void Process::number_modules() {
+  // Module ids: the mutable-default-list counter of _register_deepspeed_module (2.2): the root
+  // takes the current value, every child visit increments first.
+  for (size_t i = 0; i < scenario_.modules.size(); ++i) {
+    const auto m = static_cast<ModuleIndex>(i);
+    if (!modules_.hooked[m]) {
+      continue;
+    }
+    modules_.ds_id[m] = m == 0 ? module_counter_ : ++module_counter_;
+    modules_.recompute[m].clear();  // reset on (re-)registration
+  }
 }
 
 void Process::check_one_trainable_dtype() {
@@ -323,17 +327,52 @@ void Process::generate(const model::ScheduleItem& item) {
   grad_enabled_ = false;
   graph_.clear();
   forward_index_ = 0;
+  if (item.unwrap != model::Rehook::None) {
+    unwrap_for_generation();
+  }
   if (item.encoder != model::kNone) {
     call_module(item.encoder, false);
   }
+  // A PEFT model's generate() runs its base model's, which calls the base model once per
+  // token: the root's hooks never fire, so no pass starts.
+  const ModuleIndex model = item.generate_model == model::kNone ? 0 : item.generate_model;
   for (int64_t k = 0; k < item.steps; ++k) {
     forward_index_ = k;
-    call_module(0, false);
+    call_module(model, false);
   }
   forward_index_ = 0;
+  if (item.unwrap != model::Rehook::None) {
+    rewrap_after_generation(item.unwrap);
+  }
   through_engine_ = true;
   generating_ = false;
   eval_ = false;
+}
+
+void Process::unwrap_for_generation() {
+  // deepspeed.runtime.zero.unwrap_model_for_generation (stage3.py at the snapshot, trl's
+  // copy alike): `with GatheredParameters(model.parameters())` gathers every partitioned
+  // param at once, then the forward_hooks and backward_hooks lists are removed. The root's
+  // fwd_pre_hook (_start_of_forward_hook) is not in either list: it stays (trl PR #4693).
+  for (ParamIndex p : params_.by_id) {
+    if (params_.status[p] == Status::NotAvailable) {
+      coordinator_->gather_sync(p, EventKind::GetterGather);
+    }
+  }
+  hooks_removed_ = true;
+}
+
+void Process::rewrap_after_generation(model::Rehook rehook) {
+  // _register_deepspeed_module(module) again: every module gets a new ds_id from the counter,
+  // which is never reset; with PR #8043 the call on the root first invalidates a trace that is
+  // not invalid already. Then GatheredParameters' exit partitions every param it holds,
+  // persistent ones too.
+  hooks_removed_ = false;
+  if (rehook == model::Rehook::After8043) {
+    coordinator_->invalidate_on_rehook();
+  }
+  number_modules();
+  coordinator_->partition_all(PartitionCause::GatheredParametersExit);
 }
 
 void Process::optimizer_step() {

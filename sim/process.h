@@ -54,6 +54,13 @@ class Process {
   /// HF `generate()`: the encoder called directly, then `item.steps` root forwards under
   /// no_grad, all outside the engine's forward.
   void generate(const model::ScheduleItem& item);
+  /// unwrap_model_for_generation's entry: GatheredParameters(model.parameters()), then the
+  /// module hooks removed (the root's _start_of_forward_hook stays).
+  void unwrap_for_generation();
+  /// Its exit: the hooks registered again as `rehook` does it, then every param partitioned.
+  void rewrap_after_generation(model::Rehook rehook);
+  /// _register_deepspeed_module's ds_ids from the process-global counter (2.2).
+  void number_modules();
   void optimizer_step();
   void save_checkpoint(const std::string& tag);
   void load_checkpoint(const std::string& tag);
@@ -131,6 +138,8 @@ class Process {
   /// The root is called through the engine (engine(x)); generate() calls the module itself,
   /// so the engine's prologue and epilogue (_in_forward, 2.12) do not run.
   bool through_engine_ = true;
+  /// Inside unwrap_model_for_generation: no module hooks but the root's start-of-forward one.
+  bool hooks_removed_ = false;
   bool overflow_ = false;  ///< the current optimizer step overflows (fp16): skipped
   AutogradGraph graph_;
   ZenflowLayout zenflow_;

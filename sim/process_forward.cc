@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "model/draw.h"
 #include "sim/process.h"
 
 namespace zfetch::sim {
@@ -28,7 +29,9 @@ bool Process::condition_holds(const model::Condition& when) const {
   }
   return in(when.steps, emitter_.context.step) && in(when.micro_steps, micro_in_step_) &&
          in(when.ranks, emitter_.context.rank) && in(when.engines, emitter_.context.engine) &&
-         in(when.forwards, forward_index_);
+         in(when.forwards, forward_index_) &&
+         model::draw_picks(when.draw, {emitter_.context.step, micro_in_step_, forward_index_},
+                           !eval_);
 }
 
 ModuleIndex Process::stack_top() const {
@@ -36,16 +39,19 @@ ModuleIndex Process::stack_top() const {
 }
 
 bool Process::call_module(ModuleIndex m, bool input_rg) {
-  if (!modules_.hooked[m]) {
-    return call_hookless(m, input_rg);
-  }
   const bool is_root = m == 0;
   if (is_root) {
-    // Engine prologue, then _start_of_forward_hook (2.3, 10.17).
+    // Engine prologue, then _start_of_forward_hook (2.3, 10.17), which unwrapping for
+    // generation does not remove.
     in_forward_ = through_engine_;
     micro_in_step_ = engine_micro_steps_ % scenario_.config.gradient_accumulation_steps;
     coordinator_->reset_step();
     ++emitter_.stats.passes;
+  }
+  if (!modules_.hooked[m] || hooks_removed_) {
+    const bool rg = call_hookless(m, input_rg);
+    in_forward_ = in_forward_ && !is_root;
+    return rg;
   }
   // pre-forward (2.4)
   emitter_.emit(EventKind::ModulePre, m, model::kNone, coordinator_->step_id());

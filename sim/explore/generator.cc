@@ -9,10 +9,11 @@
 #include <string>
 #include <vector>
 
-#include "sim/explore/counter_rng.h"
+#include "base/counter_rng.h"
 
 namespace zfetch::sim {
 namespace {
+using base::CounterRng;
 
 using model::AccessKind;
 using model::Condition;

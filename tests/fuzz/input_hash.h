@@ -5,12 +5,12 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "sim/explore/counter_rng.h"
+#include "base/counter_rng.h"
 
 inline uint64_t input_hash(const uint8_t* data, size_t size) {
   uint64_t h = size;
   for (size_t i = 0; i < size; ++i) {
-    h = zfetch::sim::mix64(h ^ data[i]);
+    h = zfetch::base::mix64(h ^ data[i]);
   }
   return h;
 }

@@ -104,7 +104,8 @@ TEST_SUITE("model") {
        "                        ^~\n"
        "input:19:27: error: unknown key 'mode' in 'generate'\n"
        "  - generate: {tokens: 2, mode: eval}\n"
-       "                          ^~~~\n");
+       "                          ^~~~\n"
+       "input:19:27: note: did you mean 'model'?\n");
   }
 
   TEST_CASE("schedule forms: one grad forward is the default micro-step, event for event") {

@@ -44,6 +44,7 @@ autograd graph in the order the simulator assumes (docs/backward-order.md, sim/a
 """
 
 import argparse
+import contextlib
 import copy
 import gc
 import json
@@ -77,24 +78,61 @@ class Ctx:
         self.micro = 0  # engine micro-steps % gradient_accumulation_steps at the root's forward
         self.rank = 0
         self.eval = False
+        self.forward = 0  # the root forward's number in its micro-step or generate loop
+        self.generating = False  # inside a `generate` item
 
 
 CTX = Ctx()
+
+_MASK64 = 2**64 - 1
+
+
+def _mix64(x):
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
+
+
+def _draw_values(seed, n):
+    """The seeded draw's stream at the current root forward (docs/scenario-format.md)."""
+    counter = (CTX.step << 32) | ((CTX.micro & 0xFFFF) << 16) | (CTX.forward & 0xFFFF)
+    state = _mix64(seed) ^ _mix64(~counter & _MASK64)
+    out = []
+    for _ in range(n):
+        state = (state + 0x9E3779B97F4A7C15) & _MASK64
+        out.append(_mix64(state))
+    return out
+
+
+def draw_picks(w):
+    route, drop = w.get("route"), w.get("layerdrop")
+    if route:
+        v = _draw_values(route["seed"], route["of"])
+        ranked = sorted(range(route["of"]), key=lambda i: (v[i], i))
+        return route["index"] in ranked[:route["top_k"]]
+    if drop and not CTX.eval:
+        value = _draw_values(drop["seed"], drop["index"] + 1)[drop["index"]]
+        return not ((value >> 11) / 2**53 < drop["p"])
+    return True
 
 
 def when_holds(w):
     if not w:
         return True
     ph = w.get("phase")
-    if ph == "train" and CTX.eval:
+    if ph == "train" and (CTX.eval or CTX.generating):
         return False
-    if ph == "eval" and not CTX.eval:
+    if ph == "eval" and (not CTX.eval or CTX.generating):
         return False
-    for key, val in (("step", CTX.step), ("micro_step", CTX.micro), ("rank", CTX.rank), ("engine", CTX.engine)):
+    if ph == "generate" and not CTX.generating:
+        return False
+    for key, val in (("step", CTX.step), ("micro_step", CTX.micro), ("rank", CTX.rank), ("engine", CTX.engine),
+                     ("forward", CTX.forward)):
         vals = w.get(key)
         if vals and val not in vals:
             return False
-    return True
+    return draw_picks(w)
 
 
 def _graph_task_active():
@@ -535,9 +573,27 @@ class Runner:
                         CTX.micro = st["engine_micro"] % gas
                         if not engine.module.training:
                             engine.train()
-                        x = make_input(scen, self.rank, 10 * CTX.engine + st["engine_micro"], irg)
-                        out = engine(x)
-                        loss = loss_of(out)
+                        loss = None
+                        # several root forwards before the one backward (`forwards`): the loss
+                        # differentiates what the grad ones computed
+                        for k, mode in enumerate(item.get("forwards", ["grad"])):
+                            CTX.forward = k
+                            CTX.eval = mode == "eval"
+                            x = make_input(scen, self.rank, 10 * CTX.engine + st["engine_micro"],
+                                           irg and mode == "grad")
+                            if mode == "grad":
+                                out = engine(x)
+                                term = loss_of(out)
+                                loss = term if loss is None else loss + term
+                            else:
+                                if mode == "eval":
+                                    engine.eval()
+                                with torch.no_grad():
+                                    engine(x)
+                                if mode == "eval":
+                                    engine.train()
+                        CTX.forward = 0
+                        CTX.eval = False
                         where.update(call="backward")
                         engine.backward(loss)
                         where.update(call="step")
@@ -558,6 +614,8 @@ class Runner:
                         engine(x)
                 CTX.eval = False
                 engine.train()
+            elif op == "generate":
+                self.generate(scen, st, item)
             elif op == "save_checkpoint":
                 where.update(micro_step=int(engine.micro_steps), call="save_checkpoint")
                 engine.save_checkpoint(ckpt, tag=item["tag"])
@@ -581,6 +639,56 @@ class Runner:
             else:
                 raise ValueError(f"unknown schedule item {op!r}")
         where.update(call="done")
+
+
+    def generate(self, scen, st, item):
+        """transformers' generate(): under no_grad, the encoder called directly, then the model (the
+        root, or the module `model` names: a PEFT model's base model) once per token, all outside
+        the engine; inside unwrap_model_for_generation when `unwrap` says which DeepSpeed."""
+        engine = st["engine"]
+        model = engine.module
+        objs = dict(model.named_modules())
+        st["where"].update(engine=CTX.engine, micro_step=int(engine.micro_steps), call="generate")
+        training = bool(item["training"])
+        CTX.eval, CTX.generating = not training, True
+        if not training:
+            model.eval()
+        target = objs[item["model"]] if item.get("model") else model
+        with contextlib.ExitStack() as stack:
+            if item.get("unwrap"):
+                stack.enter_context(self.unwrapped(engine, item["unwrap"]))
+            stack.enter_context(torch.no_grad())
+            if item.get("encoder"):
+                CTX.forward = 0
+                objs[item["encoder"]](make_input(scen, self.rank, 700, False))
+            for k in range(int(item["tokens"])):
+                CTX.forward = k
+                target(make_input(scen, self.rank, 700 + k, False))
+        CTX.forward, CTX.eval, CTX.generating = 0, False, False
+        model.train()
+
+    @contextlib.contextmanager
+    def unwrapped(self, engine, behaviour):
+        """deepspeed.runtime.zero.unwrap_model_for_generation as the snapshot has it (after-8043),
+        or with PR #8043's invalidation on re-registration patched out (before-8043)."""
+        zero = self.ds.runtime.zero
+        if behaviour == "after-8043":
+            with zero.unwrap_model_for_generation(engine) as m:
+                yield m
+            return
+        offload = engine.optimizer.parameter_offload
+        coordinator = offload.get_param_coordinator()
+        original = coordinator._invalidate_trace
+        with zero.GatheredParameters(list(engine.module.parameters())):
+            for hook in offload.forward_hooks + offload.backward_hooks:
+                hook.remove()
+            offload.forward_hooks, offload.backward_hooks = [], []
+            yield engine.module
+            coordinator._invalidate_trace = lambda: None  # the code before PR #8043
+            try:
+                offload._register_deepspeed_module(offload.module)
+            finally:
+                coordinator._invalidate_trace = original
 
 
 def _count_events(path):

@@ -300,18 +300,25 @@ def _when(raw):
         return None
     if not isinstance(raw, dict):
         raise ScenarioError("'when' is not a mapping")
-    if "forward" in raw or raw.get("phase") == "generate":
-        raise ScenarioError("the runner has no 'when: forward' nor 'phase: generate'")
     out = {}
     # `window_micro_step` is the documented name of the index within the accumulation window,
     # `micro_step` its older one (docs/scenario-format.md); the runner calls it micro_step
     for key, name in (("step", "step"), ("window_micro_step", "micro_step"), ("micro_step", "micro_step"),
-                      ("rank", "rank"), ("engine", "engine")):
+                      ("rank", "rank"), ("engine", "engine"), ("forward", "forward")):
         if key in raw:
             v = raw[key]
             out[name] = [int(x) for x in v] if isinstance(v, list) else [int(v)]
     if "phase" in raw:
         out["phase"] = str(raw["phase"])
+    # a seeded draw (docs/scenario-format.md, "Seeded draws"), with its candidate number
+    for key in ("route", "layerdrop"):
+        if key in raw:
+            d = raw[key]
+            out[key] = {"seed": int(d["seed"]), "index": int(d.get("index", 0))}
+            if key == "route":
+                out[key].update(top_k=int(d["top_k"]), of=int(d["of"]))
+            else:
+                out[key]["p"] = float(d["p"])
     return out
 
 
@@ -337,10 +344,17 @@ def convert_ops(raw_ops, modules, mi, params_by_name, features):
         if isinstance(raw, dict) and "call_each" in raw:
             path = str(raw["call_each"])
             listed = _descend(modules, mi, path)
-            for c in modules[listed]["children"]:
+            children = modules[listed]["children"]
+            for index, c in enumerate(children):
                 call = {"call": f"{path}.{modules[c]['name']}"}
                 if "when" in raw:
-                    call["when"] = raw["when"]
+                    call["when"] = dict(raw["when"])
+                for key in ("route", "layerdrop"):
+                    if key in raw:
+                        draw = dict(raw[key], index=index)
+                        if key == "route":
+                            draw["of"] = len(children)
+                        call.setdefault("when", {})[key] = draw
                 expanded.append(call)
             features.add("call-each")
         else:
@@ -408,16 +422,19 @@ def convert_schedule(raw):
         else:
             raise ScenarioError(f"bad schedule item {item!r}")
         if kind == "train":
-            steps, overflow = 1, []
+            steps, overflow, forwards = 1, [], ["grad"]
             if isinstance(value, dict):
-                if "forwards" in value:
-                    # several root forwards per micro-step: run_scenario.py runs one
-                    raise ScenarioError("the runner has no 'forwards' (one root forward per micro-step)")
                 steps = int(value.get("steps", 1))
                 overflow = [int(x) for x in value.get("overflow", []) or []]
+                forwards = [str(x) for x in value.get("forwards", ["grad"])]
             elif value is not None:
                 steps = int(value)
-            out.append({"op": "train", "steps": steps, "overflow": overflow})
+            out.append({"op": "train", "steps": steps, "overflow": overflow, "forwards": forwards})
+        elif kind == "generate":
+            g = value if isinstance(value, dict) else {"tokens": 1 if value is None else int(value)}
+            out.append({"op": "generate", "tokens": int(g.get("tokens", 1)), "encoder": g.get("encoder"),
+                        "training": bool(g.get("training", False)), "model": g.get("model"),
+                        "unwrap": g.get("unwrap")})
         elif kind == "eval":
             passes = 1
             if isinstance(value, dict):

@@ -1,10 +1,11 @@
-// Counter-based randomness: the stream of scenario i of seed S depends on (S, i) only.
+// Counter-based randomness: the stream keyed by (seed S, counter i) depends on (S, i) only (the
+// fuzz generator's scenario i of seed S, a scenario's seeded draws).
 #pragma once
 
 #include <cstdint>
 #include <span>
 
-namespace zfetch::sim {
+namespace zfetch::base {
 
 /// splitmix64's finaliser (Steele, Lea, Flood: "Fast splittable pseudorandom number
 /// generators", OOPSLA 2014): a bijection of 64-bit words with good avalanche.
@@ -49,4 +50,4 @@ class CounterRng {
   uint64_t state_;
 };
 
-}  // namespace zfetch::sim
+}  // namespace zfetch::base
