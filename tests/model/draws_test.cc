@@ -7,14 +7,14 @@
 #include "model/draw.h"
 #include "model/load.h"
 #include "model/scenario_writer.h"
-#include "sim/explore/event_digest.h"
-#include "sim/simulator.h"
 #include "tests/model/load_helpers.h"
+#include "tests/model/simulate_helpers.h"
 
 namespace zfetch::model {
 
 namespace {
 
+using testing::digest_of;
 using testing::errors_of;
 using testing::load_ok;
 
@@ -33,12 +33,6 @@ model:
     - {call_each: experts, route: {top_k: 2, seed: 4808}}
     - {call_each: layers, layerdrop: {p: 0.3, seed: 16688}}
 )";
-
-uint64_t digest_of(const Scenario& scenario) {
-  sim::EventDigest digest;
-  sim::simulate(scenario, sim::Options{}, digest);
-  return digest.digest();
-}
 
 }  // namespace
 

@@ -7,17 +7,17 @@
 
 #include "model/load.h"
 #include "model/scenario_writer.h"
-#include "sim/explore/event_digest.h"
-#include "sim/simulator.h"
 #include "tests/model/load_helpers.h"
-#include "trace/sink.h"
+#include "tests/model/simulate_helpers.h"
 
 namespace zfetch::model {
 
 namespace {
 
+using testing::digest_of;
 using testing::errors_of;
 using testing::load_ok;
+using testing::simulate;
 
 // A two-layer model whose second layer runs only in forward 0 of a micro-step or generate loop.
 const char* const kModel = R"(name: forms
@@ -34,17 +34,6 @@ model:
     - call: a
     - {call: b, when: {forward: 0}}
 )";
-
-sim::Outcome simulate(const Scenario& scenario) {
-  trace::NullSink sink;
-  return sim::simulate(scenario, sim::Options{}, sink);
-}
-
-uint64_t digest_of(const Scenario& scenario) {
-  sim::EventDigest digest;
-  sim::simulate(scenario, sim::Options{}, digest);
-  return digest.digest();
-}
 
 }  // namespace
 

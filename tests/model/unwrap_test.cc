@@ -2,6 +2,7 @@
 // unwrap_model_for_generation removing and re-registering the ZeRO-3 hooks, as DeepSpeed does
 // it before and after PR #8043 (docs/scenario-format.md, "Generate loops").
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <string>
 
@@ -9,7 +10,7 @@
 #include "model/scenario_writer.h"
 #include "sim/simulator.h"
 #include "tests/model/load_helpers.h"
-#include "trace/sink.h"
+#include "tests/model/simulate_helpers.h"
 
 namespace zfetch::model {
 
@@ -32,9 +33,7 @@ model:
 )";
 
 sim::Outcome simulate(const std::string& schedule) {
-  const Scenario scenario = load_ok(std::string(kModel) + schedule);
-  trace::NullSink sink;
-  return sim::simulate(scenario, sim::Options{}, sink);
+  return testing::simulate(load_ok(std::string(kModel) + schedule));
 }
 
 }  // namespace
@@ -89,30 +88,26 @@ TEST_SUITE("model") {
     CHECK(through_base.stats.passes == 1);
   }
 
-  TEST_CASE("unwrap: before PR #8043 the trace recorded under the old ids cannot be built") {
-    // Step 0 records the trace; the generation after it renumbers every module; step 1's root
-    // forward builds the param trace and pops the steps under the new ids.
-    const sim::Outcome outcome = simulate(R"(schedule:
-  - train: 1
-  - generate: {tokens: 2, model: base, unwrap: before-8043}
-  - train: 1
-)");
-    CHECK(outcome.kind == sim::OutcomeKind::Error);
-    REQUIRE(outcome.failure.has_value());
-    CHECK(outcome.failure->message == "pop from an empty deque");
-    CHECK(outcome.failure->step == 1);
-    CHECK(outcome.failure->explanation.find("PR #8043") != std::string::npos);
-  }
-
-  TEST_CASE("unwrap: a completed trace survives the renumbering before PR #8043") {
-    // Once the trace is complete nothing is looked up by id: the modules are compared as
-    // objects, so generating after step 1 changes nothing.
-    const sim::Outcome outcome = simulate(R"(schedule:
-  - train: 2
-  - generate: {tokens: 2, model: base, unwrap: before-8043}
-  - train: 2
-)");
-    CHECK(outcome.kind == sim::OutcomeKind::Pass);
+  TEST_CASE("unwrap: before PR #8043 a trace still being recorded cannot be built") {
+    // `steps` optimizer steps, a generation that renumbers every module, `steps` more.
+    auto train_generate_train = [](int steps) {
+      return simulate(
+          fmt::format("schedule: [{{train: {0}}}, {{generate: {{tokens: 2, model: base, unwrap: "
+                      "before-8043}}}}, "
+                      "{{train: {0}}}]\n",
+                      steps));
+    };
+    // Step 0 records the trace; step 1's root forward builds the param trace and pops the
+    // steps recorded under the old ids by the new ones: nothing is queued there.
+    const sim::Outcome recording = train_generate_train(1);
+    CHECK(recording.kind == sim::OutcomeKind::Error);
+    REQUIRE(recording.failure.has_value());
+    CHECK(recording.failure->message == "pop from an empty deque");
+    CHECK(recording.failure->step == 1);
+    CHECK(recording.failure->explanation.find("PR #8043") != std::string::npos);
+    // Once the trace is complete nothing is looked up by id (modules are compared as objects),
+    // so the same generation after step 1 changes nothing.
+    CHECK(train_generate_train(2).kind == sim::OutcomeKind::Pass);
   }
 
   TEST_CASE("unwrap: after PR #8043 re-registration invalidates the trace, silently") {
