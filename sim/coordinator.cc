@@ -696,13 +696,21 @@ void Coordinator::release_and_reset_all(PartitionCause cause) {
     params_.consumers[p].clear();
     params_.attributed_owner[p] = -1;
   }
-  partition_all(cause);
-}
-
-void Coordinator::partition_all(PartitionCause cause) {
   for (ParamIndex p : params_.by_id) {
     if (params_.status[p] == Status::Available) {
       partition(p, EventKind::PartitionAll, cause);
+    }
+  }
+}
+
+void Coordinator::partition_outside(PartitionCause cause) {
+  for (ParamIndex p : params_.by_id) {
+    if (params_.status[p] == Status::Available) {
+      history_.last_partitioned[p] = {cause, emitter_.context};
+      params_.compute_layout[p] = 0;
+      params_.swapped_in[p] = 0;
+      params_.fast_sharded[p] = 0;
+      params_.status[p] = Status::NotAvailable;
     }
   }
 }

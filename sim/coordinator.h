@@ -62,8 +62,9 @@ class Coordinator {
   void release_backward_leftovers();
   /// release_and_reset_all (2.11): optimizer step, checkpoint prologue, empty_partition_cache.
   void release_and_reset_all(PartitionCause cause);
-  /// Partitions every available param, persistent ones too (GatheredParameters' exit).
-  void partition_all(PartitionCause cause);
+  /// Partitions every available param, persistent ones too, outside the coordinator (the exit
+  /// of unwrap_model_for_generation's GatheredParameters): no event, as the recorder sees it.
+  void partition_outside(PartitionCause cause);
   /// Synchronous gather of `p` outside the coordinator (getter, dangling return, _post_step).
   void gather_sync(ParamIndex p, trace::EventKind kind);
 

@@ -354,9 +354,11 @@ void Process::unwrap_for_generation() {
   // copy alike): `with GatheredParameters(model.parameters())` gathers every partitioned
   // param at once, then the forward_hooks and backward_hooks lists are removed. The root's
   // fwd_pre_hook (_start_of_forward_hook) is not in either list: it stays (trl PR #4693).
+  // GatheredParameters gathers outside the coordinator, as the recorder sees it: no event.
   for (ParamIndex p : params_.by_id) {
     if (params_.status[p] == Status::NotAvailable) {
-      coordinator_->gather_sync(p, EventKind::GetterGather);
+      params_.status[p] = Status::Available;
+      params_.fast_sharded[p] = 0;
     }
   }
   hooks_removed_ = true;
@@ -368,11 +370,12 @@ void Process::rewrap_after_generation(model::Rehook rehook) {
   // not invalid already. Then GatheredParameters' exit partitions every param it holds,
   // persistent ones too.
   hooks_removed_ = false;
+  emitter_.context.phase = Phase::None;  // between passes: the generation is over
   if (rehook == model::Rehook::After8043) {
     coordinator_->invalidate_on_rehook();
   }
   number_modules();
-  coordinator_->partition_all(PartitionCause::GatheredParametersExit);
+  coordinator_->partition_outside(PartitionCause::GatheredParametersExit);
 }
 
 void Process::optimizer_step() {
