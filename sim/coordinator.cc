@@ -191,7 +191,8 @@ void Coordinator::invalidate_on_rehook() {
     // Noted with the root as both the module found and the one expected, which no trace check
     // produces: the explanation tells a re-registration by it.
     note_invalidation(0, 0);
-    emitter_.emit(EventKind::TraceInvalidate, 0, model::kNone, step_id_);
+    // No module caused it (the real trace names none).
+    emitter_.emit(EventKind::TraceInvalidate, model::kNone, model::kNone, step_id_);
     invalidate({});
   }
 }
