@@ -169,6 +169,10 @@ std::string partition_reason(const Partitioned& partitioned) {
     return fmt::format(
         "empty_partition_cache() partitioned every param, persistent ones included (engine {})",
         at.engine);
+  case PartitionCause::GatheredExit:
+    return fmt::format(
+        "a GatheredParameters block partitioned it on exit (engine {}), persistent or not",
+        at.engine);
   }
   return "";
 }

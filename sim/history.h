@@ -32,6 +32,7 @@ enum class PartitionCause : uint8_t {
   CheckpointSave,       ///< save_checkpoint's prologue
   CheckpointLoad,       ///< load_checkpoint's prologue
   EmptyPartitionCache,  ///< empty_partition_cache()
+  GatheredExit,         ///< the exit of a GatheredParameters block (semantics 11)
 };
 
 /// The latest partition of one parameter.

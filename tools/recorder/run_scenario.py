@@ -180,6 +180,17 @@ class ZModule(nn.Module):
         rets = []  # params this forward returns
         hooked, leaf = self._zf_hooks()
         scope = _Scope(h)
+        rt = self._zf_rt
+        own_only = rt.get("bypass", 0) == -1
+        if own_only:
+            rt["bypass"] = 1
+        try:
+            return self._zf_forward_body(h, spec, pool, rets, hooked, leaf, scope)
+        finally:
+            if own_only:
+                rt["bypass"] = 0
+
+    def _zf_forward_body(self, h, spec, pool, rets, hooked, leaf, scope):
         if hooked:
             h = self._zf_own_compute(h, leaf)
         else:
@@ -197,8 +208,15 @@ class ZModule(nn.Module):
         outs = (h, ) * int(spec["outputs"]) + tuple(rets)
         return outs[0] if len(outs) == 1 else outs
 
-    def _zf_call(self, child, h, pool):
-        out = child(h)
+    def _zf_call(self, child, h, pool, hooks="all"):
+        rt = self._zf_rt
+        if hooks == "none" or rt.get("bypass", 0) > 0:
+            out = child.forward(h)  # `module.forward(x)`: none of the module's hooks
+        elif hooks == "own":
+            rt["bypass"] = -1  # the child's forward, once its hooks ran, calls nothing through hooks
+            out = child(h)
+        else:
+            out = child(h)
         k = int(child._zf["outputs"])
         if isinstance(out, (tuple, list)):
             acts, extra = list(out[:k]), list(out[k:])
@@ -226,10 +244,10 @@ class ZModule(nn.Module):
                         x = scope.input
                     else:  # the call's latest output in this scope, else the scope's input
                         x = scope.outputs.get(op["input_from"], scope.input)
-                    y = self._zf_call(child, x, pool)
+                    y = self._zf_call(child, x, pool, op.get("hooks", "all"))
                     h = h + y
                 else:
-                    y = h = self._zf_call(child, h, pool)
+                    y = h = self._zf_call(child, h, pool, op.get("hooks", "all"))
                 scope.outputs[op["target"]] = y
             elif kind == "access":
                 p = self._zf_read(op["path"], op["from_root"])
@@ -251,6 +269,11 @@ class ZModule(nn.Module):
                     rets.append(target)
             elif kind == "repeat":
                 for _ in range(int(op["count"])):
+                    h = self._zf_run(op["body"], h, pool, rets, scope)
+            elif kind == "gathered":
+                import deepspeed
+                params = [self._zf_param_obj(c) for c in op["params"]]
+                with deepspeed.zero.GatheredParameters(params, modifier_rank=op.get("modifier_rank")):
                     h = self._zf_run(op["body"], h, pool, rets, scope)
             elif kind == "checkpoint":
                 body = op["body"]
@@ -452,7 +475,7 @@ class Runner:
             zr.close_trace()
             if self.rank == 0:
                 res["events"], res["invalidations"] = _count_events(trace)
-        for e in (st["engine"], ):
+        for e in [st["engine"]] if not st.get("all") else [x["engine"] for x in st["all"]]:
             if e is not None:
                 try:
                     e.destroy()
@@ -520,14 +543,71 @@ class Runner:
         self.zr.residency_snapshot(engine.module, f"engine {CTX.engine} after initialize")
 
     def schedule(self, scen, st, res, ckpt):
+        if scen.get("engines"):
+            # several engines in one process (DeepSpeed-Chat's actor and critic), built in order;
+            # each item runs on the engine it names
+            st["all"] = []
+            for e, spec in enumerate(scen["engines"]):
+                one = dict(scen, modules=spec["modules"])
+                CTX.engine = e - 1
+                self.build_engine(one, st, res, fresh=True)
+                st["all"].append({"scen": one, "engine": st["engine"], "model": st["model"], "micro": 0, "step": 0})
+                st["model"] = None
+        self.run_items(scen, st, res, ckpt, scen["schedule"])
+        st["where"].update(call="done")
+
+    def select_engine(self, st, e):
+        if not st.get("all"):
+            return
+        if st.get("current") is not None:
+            cur = st["all"][st["current"]]
+            cur["micro"], cur["step"] = st["engine_micro"], CTX.step
+        st["current"] = e
+        sel = st["all"][e]
+        st["engine"], st["model"], st["engine_micro"] = sel["engine"], sel["model"], sel["micro"]
+        CTX.engine, CTX.step = e, sel["step"]
+
+    def run_items(self, scen, st, res, ckpt, items):
+        if st.get("engine") is None and not st.get("all"):
+            self.build_engine(scen, st, res, fresh=True)
+        for item in items:
+            self.select_engine(st, int(item.get("engine", 0)))
+            one = st["all"][int(item.get("engine", 0))]["scen"] if st.get("all") else scen
+            if item["op"] == "gathered":
+                params = dict(st["model"].named_parameters(remove_duplicate=False))
+                chosen = [params[c] for c in item["params"]]
+                st["where"].update(call="gathered")
+                with self.ds.zero.GatheredParameters(chosen, modifier_rank=item.get("modifier_rank")):
+                    self.run_items(scen, st, res, ckpt, item["body"])
+                    self.select_engine(st, int(item.get("engine", 0)))
+                    st["where"].update(call="gathered")
+                continue
+            self.run_item(one, st, res, ckpt, item)
+
+    def run_item(self, scen, st, res, ckpt, item):
         gas = int(scen["gradient_accumulation_steps"])
         irg = bool(scen["input_requires_grad"])
         where = st["where"]
-        self.build_engine(scen, st, res, fresh=True)
-        for item in scen["schedule"]:
+        if True:
             op = item["op"]
             engine = st["engine"]
-            if op == "train":
+            if op == "generate":
+                # transformers' generate(): the model itself (not the engine) under no_grad, an
+                # encoder called directly first, then one root forward per token
+                model = engine.module
+                if not item.get("training"):
+                    model.eval()
+                CTX.eval = not item.get("training")
+                with torch.no_grad():
+                    where.update(engine=CTX.engine, micro_step=int(engine.micro_steps), call="forward")
+                    x = make_input(scen, self.rank, 700, False)
+                    if item.get("encoder"):
+                        model.get_submodule(item["encoder"])(x)
+                    for _ in range(int(item["tokens"])):
+                        model(x)
+                CTX.eval = False
+                model.train()
+            elif op == "train":
                 for _ in range(int(item["steps"])):
                     for _ in range(gas):
                         where.update(engine=CTX.engine, micro_step=int(engine.micro_steps), call="forward")
@@ -580,7 +660,6 @@ class Runner:
                 engine.empty_partition_cache()
             else:
                 raise ValueError(f"unknown schedule item {op!r}")
-        where.update(call="done")
 
 
 def _count_events(path):
