@@ -69,6 +69,9 @@ class Process {
   RankResult result(std::optional<Raised> raised);
   [[nodiscard]] uint64_t next_seq() const { return emitter_.next_seq(); }
   void set_next_seq(uint64_t seq) { emitter_.set_next_seq(seq); }
+  /// The optimizer steps of the process so far: every engine's count (the trace's `step`).
+  [[nodiscard]] int32_t step() const { return emitter_.context.step; }
+  void set_step(int32_t step) { emitter_.context.step = step; }
 
  private:
   void run_schedule();

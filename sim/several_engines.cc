@@ -18,15 +18,20 @@ RankResult run_several_engines(const model::Scenario& scenario, const Options& o
                                                 collectives, first_seq, static_cast<int32_t>(e),
                                                 &globals));
   }
-  // One trace numbering: the engine that runs next continues where the last one stopped.
+  // One trace numbering, and one optimizer step count (a trace's `step` counts the process's
+  // optimizer steps, as a recording of real DeepSpeed does): the engine that runs next continues
+  // where the last one stopped.
   uint64_t seq = first_seq;
+  int32_t step = 0;
   Process* current = nullptr;
   const auto engine = [&](uint32_t e) -> Process& {
     if (current != nullptr) {
       seq = current->next_seq();
+      step = current->step();
     }
     current = engines[e].get();
     current->set_next_seq(seq);
+    current->set_step(step);
     return *current;
   };
   std::optional<Raised> raised;
