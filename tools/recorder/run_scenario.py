@@ -77,6 +77,8 @@ class Ctx:
         self.micro = 0  # engine micro-steps % gradient_accumulation_steps at the root's forward
         self.rank = 0
         self.eval = False
+        self.generating = False  # inside a `generate` item: `when: {phase: generate}`
+        self.forward = 0  # the root forward's number in its generate loop (`when: {forward}`)
 
 
 CTX = Ctx()
@@ -86,11 +88,14 @@ def when_holds(w):
     if not w:
         return True
     ph = w.get("phase")
-    if ph == "train" and CTX.eval:
+    if ph == "train" and (CTX.eval or CTX.generating):
         return False
-    if ph == "eval" and not CTX.eval:
+    if ph == "eval" and (not CTX.eval or CTX.generating):
         return False
-    for key, val in (("step", CTX.step), ("micro_step", CTX.micro), ("rank", CTX.rank), ("engine", CTX.engine)):
+    if ph == "generate" and not CTX.generating:
+        return False
+    for key, val in (("step", CTX.step), ("micro_step", CTX.micro), ("rank", CTX.rank), ("engine", CTX.engine),
+                     ("forward", CTX.forward)):
         vals = w.get(key)
         if vals and val not in vals:
             return False
@@ -551,7 +556,7 @@ class Runner:
                 one = dict(scen, modules=spec["modules"])
                 CTX.engine = e - 1
                 self.build_engine(one, st, res, fresh=True)
-                st["all"].append({"scen": one, "engine": st["engine"], "model": st["model"], "micro": 0, "step": 0})
+                st["all"].append({"scen": one, "engine": st["engine"], "model": st["model"], "micro": 0})
                 st["model"] = None
         self.run_items(scen, st, res, ckpt, scen["schedule"])
         st["where"].update(call="done")
@@ -561,11 +566,11 @@ class Runner:
             return
         if st.get("current") is not None:
             cur = st["all"][st["current"]]
-            cur["micro"], cur["step"] = st["engine_micro"], CTX.step
+            cur["micro"] = st["engine_micro"]
         st["current"] = e
         sel = st["all"][e]
         st["engine"], st["model"], st["engine_micro"] = sel["engine"], sel["model"], sel["micro"]
-        CTX.engine, CTX.step = e, sel["step"]
+        CTX.engine = e  # CTX.step counts every engine's optimizer steps, as zfetch does
 
     def run_items(self, scen, st, res, ckpt, items):
         if st.get("engine") is None and not st.get("all"):
@@ -598,13 +603,19 @@ class Runner:
                 if not item.get("training"):
                     model.eval()
                 CTX.eval = not item.get("training")
-                with torch.no_grad():
-                    where.update(engine=CTX.engine, micro_step=int(engine.micro_steps), call="forward")
-                    x = make_input(scen, self.rank, 700, False)
-                    if item.get("encoder"):
-                        model.get_submodule(item["encoder"])(x)
-                    for _ in range(int(item["tokens"])):
-                        model(x)
+                CTX.generating, CTX.forward = True, 0
+                try:
+                    with torch.no_grad():
+                        where.update(engine=CTX.engine, micro_step=int(engine.micro_steps), call="forward")
+                        x = make_input(scen, self.rank, 700, False)
+                        if item.get("encoder"):
+                            model.get_submodule(item["encoder"])(x)
+                        for k in range(int(item["tokens"])):
+                            CTX.forward = k
+                            CTX.micro = st["engine_micro"] % gas
+                            model(x)
+                finally:
+                    CTX.generating, CTX.forward = False, 0
                 CTX.eval = False
                 model.train()
             elif op == "train":

@@ -300,13 +300,11 @@ def _when(raw):
         return None
     if not isinstance(raw, dict):
         raise ScenarioError("'when' is not a mapping")
-    if "forward" in raw or raw.get("phase") == "generate":
-        raise ScenarioError("the runner has no 'when: forward' nor 'phase: generate'")
     out = {}
     # `window_micro_step` is the documented name of the index within the accumulation window,
     # `micro_step` its older one (docs/scenario-format.md); the runner calls it micro_step
     for key, name in (("step", "step"), ("window_micro_step", "micro_step"), ("micro_step", "micro_step"),
-                      ("rank", "rank"), ("engine", "engine")):
+                      ("rank", "rank"), ("engine", "engine"), ("forward", "forward")):
         if key in raw:
             v = raw[key]
             out[name] = [int(x) for x in v] if isinstance(v, list) else [int(v)]
