@@ -46,7 +46,15 @@ bool Process::call_module(ModuleIndex m, bool input_rg) {
     // Engine prologue, then _start_of_forward_hook (2.3, 10.17).
     in_forward_ = through_engine_;
     micro_in_step_ = engine_micro_steps_ % scenario_.config.gradient_accumulation_steps;
+    // Called through the engine, reset_step runs inside the engine's forward (a pass of its
+    // phase); a direct call of the model (generate) runs it in _start_of_forward_hook before any
+    // module's hooks: outside every pass, as a recording of real DeepSpeed labels it.
+    const trace::Phase phase = emitter_.context.phase;
+    if (!through_engine_) {
+      emitter_.context.phase = trace::Phase::None;
+    }
     coordinator_->reset_step();
+    emitter_.context.phase = phase;
     ++emitter_.stats.passes;
   }
   // pre-forward (2.4)

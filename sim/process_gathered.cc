@@ -72,10 +72,8 @@ void Process::close_block(const model::GatheredBlock& block) {
   // __exit__: (with a modifier_rank, a broadcast of each param's data first) then
   // partition(param_list): _partition_param of each, in ds_id order, whatever the coordinator
   // did with it inside the block. Nothing here asks whether a module still uses it.
-  const model::ParamSpec* spec = nullptr;
   for (ParamIndex p : params) {
-    spec = &scenario_.params[p];
-    const std::string& name = spec->qualified_name;
+    const std::string& name = scenario_.params[p].qualified_name;
     switch (params_.status[p]) {
     case Status::Inflight:
       raise(OutcomeKind::Error, " Cannot partition a param in flight",
@@ -107,35 +105,11 @@ void Process::close_block(const model::GatheredBlock& block) {
       params_.status[p] = Status::NotAvailable;
       history_.last_partitioned[p] = {PartitionCause::GatheredExit, emitter_.context};
       break;
-    case Status::NotAvailable: {
-      // A param that the coordinator released inside the block has an empty data tensor; the
-      // partition copies this rank's slice out of it (`one_dim_param.narrow(0, start, n)`),
-      // which torch refuses. A rank whose slice starts past the param's end copies nothing.
-      const int64_t partition = params_.partition_numel[p];
-      const int64_t start = partition * emitter_.context.rank;
-      if (start >= params_.numel[p]) {
-        history_.last_partitioned[p] = {PartitionCause::GatheredExit, emitter_.context};
-        break;
-      }
-      const int64_t length = std::min(partition, params_.numel[p] - start);
-      const std::string message =
-          start == 0 ? fmt::format("start (0) + length ({}) exceeds dimension size (0).", length)
-                     : fmt::format(
-                           "start out of range (expected to be in range of [0, 0], but "
-                           "got {})",
-                           start);
-      raise(OutcomeKind::Error, message,
-            fmt::format(
-                "The GatheredParameters block gathered {} on entry, but the ZeRO-3 hooks kept "
-                "working inside it: the module that uses it fetched it (already available), and "
-                "its release after that module's forward partitioned it again, since the hooks "
-                "do not know about the block. On exit the block partitions it once more, and "
-                "_partition_param copies this rank's slice out of the param's data, which is "
-                "empty now: torch's narrow() fails. Run the gathered code without the ZeRO-3 "
-                "hooks (remove them around the block, as TRL's unwrap_model_for_generation does), "
-                "or do not gather what the hooks fetch anyway.",
-                name));
-    }
+    case Status::NotAvailable:
+      // Released by the hooks inside the block: _partition_param does its work only for an
+      // AVAILABLE param, so this one stays as it is (seen on real DeepSpeed,
+      // scenarios/real/dschat_step3_actor_critic.yaml).
+      break;
     case Status::None:
       break;
     }
