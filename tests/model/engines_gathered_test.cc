@@ -100,15 +100,15 @@ TEST_SUITE("model") {
   - train: {steps: 1, engine: critc}
   - train: 1
   - restart
-)") == "input:17:30: error: unknown engine 'critc'; the engines are: actor, critic\n"
+)") == "input:18:31: error: unknown engine 'critc'; the engines are: actor, critic\n"
        "  - train: {steps: 1, engine: critc}\n"
-       "                             ^~~~~\n"
-       "input:17:30: note: did you mean 'critic'?\n"
-       "input:18:5: error: with several engines, each schedule item names its engine, such as "
+       "                              ^~~~~\n"
+       "input:18:31: note: did you mean 'critic'?\n"
+       "input:19:5: error: with several engines, each schedule item names its engine, such as "
        "'train: {steps: 1, engine: NAME}'\n"
        "  - train: 1\n"
        "    ^\n"
-       "input:19:5: error: with several engines, the schedule runs 'train', 'eval', 'generate' "
+       "input:20:5: error: with several engines, the schedule runs 'train', 'eval', 'generate' "
        "and 'gathered' items only (each naming its 'engine')\n"
        "  - restart\n"
        "    ^\n");
@@ -192,22 +192,22 @@ schedule: [{eval: 1}]
 schedule:
   - gathered: {params: [a.x], do: [{eval: 1}]}
   - gathered: {do: [{eval: 1}]}
-)") == "input:10:17: error: 'gathered' lists no parameters; give parameter or module paths (a "
+)") == "input:9:18: error: 'gathered' lists no parameters; give parameter or module paths (a "
        "module stands for its parameters(), \"\" for the whole model)\n"
        "    - {gathered: [], body: [{call: a}]}\n"
-       "                ^\n"
-       "input:11:19: error: 'aa' names no parameter or module of 'm'\n"
+       "                 ^\n"
+       "input:10:19: error: 'aa' names no parameter or module of 'm'\n"
        "    - {gathered: [aa], body: [{call: a}], modifier_rank: 2}\n"
        "                  ^~\n"
-       "input:11:19: note: did you mean 'a'?\n"
-       "input:11:58: error: 'modifier_rank' 2 is not a rank of a world of 2\n"
+       "input:10:19: note: did you mean 'a'?\n"
+       "input:10:58: error: 'modifier_rank' 2 is not a rank of a world of 2\n"
        "    - {gathered: [aa], body: [{call: a}], modifier_rank: 2}\n"
        "                                                         ^\n"
-       "input:13:25: error: 'a.x' names no parameter or module of 'm'\n"
+       "input:12:25: error: 'a.x' names no parameter or module of 'm'\n"
        "  - gathered: {params: [a.x], do: [{eval: 1}]}\n"
        "                        ^~~\n"
-       "input:13:25: note: did you mean 'a.w'?\n"
-       "input:14:5: error: 'gathered' needs 'params'\n"
+       "input:12:25: note: did you mean 'a.w'?\n"
+       "input:13:5: error: 'gathered' needs 'params'\n"
        "  - gathered: {do: [{eval: 1}]}\n"
        "    ^~~~~~~~\n");
   }
@@ -240,7 +240,8 @@ schedule: [{eval: 1}]
     CHECK(errors_of(std::string(model).replace(model.find("HOOKS"), 5, "some")) ==
           "input:11:34: error: unknown call hooks 'some'; valid values are: all, none, own\n"
           "  forward: [{call: block, hooks: some}]\n"
-          "                                 ^~~~\n");
+          "                                 ^~~~\n"
+          "input:11:34: note: did you mean 'none'?\n");
   }
 }
 
