@@ -393,17 +393,22 @@ bool ScenarioParser::read_gathered(const YAML::Node& node, const Field& paths, M
   for (const auto& entry : node) {
     if (entry.first.Scalar() == "modifier_rank") {
       const std::optional<int64_t> rank =
-          reader_.read_int({entry.second, "modifier_rank", entry.first}, 0);
+          read_modifier_rank({entry.second, "modifier_rank", entry.first});
       ok = ok && rank.has_value();
       block.modifier_rank = rank.value_or(-1);
-      if (rank && *rank >= scenario_.world_size) {
-        reader_.error(entry.second, fmt::format("'modifier_rank' {} is not a rank of a world of {}",
-                                                *rank, scenario_.world_size));
-        ok = false;
-      }
     }
   }
   return resolve_gathered_paths(paths, module, block) && ok;
+}
+
+std::optional<int64_t> ScenarioParser::read_modifier_rank(const Field& field) {
+  const std::optional<int64_t> rank = reader_.read_int(field, 0);
+  if (rank && *rank >= scenario_.world_size) {
+    reader_.error(field.value, fmt::format("'modifier_rank' {} is not a rank of a world of {}",
+                                           *rank, scenario_.world_size));
+    return std::nullopt;
+  }
+  return rank;
 }
 
 bool ScenarioParser::resolve_gathered_paths(const Field& paths, ModuleIndex module,

@@ -190,14 +190,8 @@ void ScenarioParser::read_schedule_item(const YAML::Node& node,
         pending.push_back({PendingItemKey::Params, entry.second, entry.first, {}});
       } else if (name == "modifier_rank") {
         const std::optional<int64_t> rank =
-            reader_.read_int({entry.second, "modifier_rank", entry.first}, 0);
+            read_modifier_rank({entry.second, "modifier_rank", entry.first});
         if (!rank) {
-          return;
-        }
-        if (*rank >= scenario_.world_size) {
-          reader_.error(entry.second,
-                        fmt::format("'modifier_rank' {} is not a rank of a world of {}", *rank,
-                                    scenario_.world_size));
           return;
         }
         item.gathered.modifier_rank = *rank;

@@ -61,6 +61,8 @@ class ScenarioParser {
   bool read_body(const YAML::Node& op_node, std::string_view kind, ModuleIndex module, Op& op);
   /// A call's `input` / `input_from`.
   bool read_call_input(const YAML::Node& node, ModuleIndex module, Op& op);
+  /// A block's `modifier_rank`: a rank of the world, or nullopt after an error.
+  std::optional<int64_t> read_modifier_rank(const Field& field);
   /// A `gathered` operation's paths and `modifier_rank`.
   bool read_gathered(const YAML::Node& node, const Field& paths, ModuleIndex module,
                      GatheredBlock& block);
