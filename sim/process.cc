@@ -85,53 +85,51 @@ void Process::run_schedule() {
 }
 
 void Process::run_item(const model::ScheduleItem& item) {
-  {
-    switch (item.kind) {
-    case model::ScheduleItem::Kind::Train:
-      for (int64_t s = 0; s < item.steps; ++s) {
-        const auto& skipped = item.overflow_steps;
-        overflow_ = std::find(skipped.begin(), skipped.end(), s) != skipped.end();
-        for (int64_t k = 0; k < scenario_.config.gradient_accumulation_steps; ++k) {
-          train_micro_step(item.forwards);
-        }
+  switch (item.kind) {
+  case model::ScheduleItem::Kind::Train:
+    for (int64_t s = 0; s < item.steps; ++s) {
+      const auto& skipped = item.overflow_steps;
+      overflow_ = std::find(skipped.begin(), skipped.end(), s) != skipped.end();
+      for (int64_t k = 0; k < scenario_.config.gradient_accumulation_steps; ++k) {
+        train_micro_step(item.forwards);
       }
-      overflow_ = false;
-      break;
-    case model::ScheduleItem::Kind::Eval:
-      for (int64_t s = 0; s < item.steps; ++s) {
-        eval_pass();
-      }
-      break;
-    case model::ScheduleItem::Kind::Generate:
-      generate(item);
-      break;
-    case model::ScheduleItem::Kind::SaveCheckpoint:
-      save_checkpoint(item.tag);
-      break;
-    case model::ScheduleItem::Kind::LoadCheckpoint:
-      load_checkpoint(item.tag);
-      break;
-    case model::ScheduleItem::Kind::Restart:
-      emitter_.context.phase = Phase::None;
-      emitter_.emit(EventKind::Restart);
-      if (!item.reuse_model) {  // a retired coordinator is counted at the end: it lives on
-        invalidations_before_ += coordinator_->invalidations();
-        for (const std::string& w : coordinator_->warnings()) {
-          warnings_.push_back(w);
-        }
-      }
-      ++emitter_.context.engine;
-      build_engine(!item.reuse_model);
-      break;
-    case model::ScheduleItem::Kind::EmptyPartitionCache:
-      emitter_.context.phase = Phase::None;
-      emitter_.emit(EventKind::EmptyPartitionCache);
-      coordinator_->release_and_reset_all(PartitionCause::EmptyPartitionCache);
-      break;
-    case model::ScheduleItem::Kind::Gathered:
-      // run_items opens the block: its body may run on other engines.
-      break;
     }
+    overflow_ = false;
+    break;
+  case model::ScheduleItem::Kind::Eval:
+    for (int64_t s = 0; s < item.steps; ++s) {
+      eval_pass();
+    }
+    break;
+  case model::ScheduleItem::Kind::Generate:
+    generate(item);
+    break;
+  case model::ScheduleItem::Kind::SaveCheckpoint:
+    save_checkpoint(item.tag);
+    break;
+  case model::ScheduleItem::Kind::LoadCheckpoint:
+    load_checkpoint(item.tag);
+    break;
+  case model::ScheduleItem::Kind::Restart:
+    emitter_.context.phase = Phase::None;
+    emitter_.emit(EventKind::Restart);
+    if (!item.reuse_model) {  // a retired coordinator is counted at the end: it lives on
+      invalidations_before_ += coordinator_->invalidations();
+      for (const std::string& w : coordinator_->warnings()) {
+        warnings_.push_back(w);
+      }
+    }
+    ++emitter_.context.engine;
+    build_engine(!item.reuse_model);
+    break;
+  case model::ScheduleItem::Kind::EmptyPartitionCache:
+    emitter_.context.phase = Phase::None;
+    emitter_.emit(EventKind::EmptyPartitionCache);
+    coordinator_->release_and_reset_all(PartitionCause::EmptyPartitionCache);
+    break;
+  case model::ScheduleItem::Kind::Gathered:
+    // run_items opens the block: its body may run on other engines.
+    break;
   }
 }
 

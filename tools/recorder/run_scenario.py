@@ -593,84 +593,83 @@ class Runner:
         gas = int(scen["gradient_accumulation_steps"])
         irg = bool(scen["input_requires_grad"])
         where = st["where"]
-        if True:
-            op = item["op"]
-            engine = st["engine"]
-            if op == "generate":
-                # transformers' generate(): the model itself (not the engine) under no_grad, an
-                # encoder called directly first, then one root forward per token
-                model = engine.module
-                if not item.get("training"):
-                    model.eval()
-                CTX.eval = not item.get("training")
-                CTX.generating, CTX.forward = True, 0
-                try:
-                    with torch.no_grad():
-                        where.update(engine=CTX.engine, micro_step=int(engine.micro_steps), call="forward")
-                        x = make_input(scen, self.rank, 700, False)
-                        if item.get("encoder"):
-                            model.get_submodule(item["encoder"])(x)
-                        for k in range(int(item["tokens"])):
-                            CTX.forward = k
-                            CTX.micro = st["engine_micro"] % gas
-                            model(x)
-                finally:
-                    CTX.generating, CTX.forward = False, 0
-                CTX.eval = False
-                model.train()
-            elif op == "train":
-                for _ in range(int(item["steps"])):
-                    for _ in range(gas):
-                        where.update(engine=CTX.engine, micro_step=int(engine.micro_steps), call="forward")
-                        CTX.eval = False
-                        CTX.micro = st["engine_micro"] % gas
-                        if not engine.module.training:
-                            engine.train()
-                        x = make_input(scen, self.rank, 10 * CTX.engine + st["engine_micro"], irg)
-                        out = engine(x)
-                        loss = loss_of(out)
-                        where.update(call="backward")
-                        engine.backward(loss)
-                        where.update(call="step")
-                        boundary = (st["engine_micro"] + 1) % gas == 0
-                        engine.step()
-                        st["engine_micro"] += 1
-                        if boundary:
-                            CTX.step += 1
-                        self.zr.residency_snapshot(engine.module, f"after micro-step {st['engine_micro']}")
-            elif op == "eval":
-                engine.eval()
-                CTX.eval = True
-                for k in range(int(item["passes"])):
+        op = item["op"]
+        engine = st["engine"]
+        if op == "generate":
+            # transformers' generate(): the model itself (not the engine) under no_grad, an
+            # encoder called directly first, then one root forward per token
+            model = engine.module
+            if not item.get("training"):
+                model.eval()
+            CTX.eval = not item.get("training")
+            CTX.generating, CTX.forward = True, 0
+            try:
+                with torch.no_grad():
                     where.update(engine=CTX.engine, micro_step=int(engine.micro_steps), call="forward")
+                    x = make_input(scen, self.rank, 700, False)
+                    if item.get("encoder"):
+                        model.get_submodule(item["encoder"])(x)
+                    for k in range(int(item["tokens"])):
+                        CTX.forward = k
+                        CTX.micro = st["engine_micro"] % gas
+                        model(x)
+            finally:
+                CTX.generating, CTX.forward = False, 0
+            CTX.eval = False
+            model.train()
+        elif op == "train":
+            for _ in range(int(item["steps"])):
+                for _ in range(gas):
+                    where.update(engine=CTX.engine, micro_step=int(engine.micro_steps), call="forward")
+                    CTX.eval = False
                     CTX.micro = st["engine_micro"] % gas
-                    x = make_input(scen, self.rank, 500 + k, False)
-                    with torch.no_grad():
-                        engine(x)
-                CTX.eval = False
-                engine.train()
-            elif op == "save_checkpoint":
-                where.update(micro_step=int(engine.micro_steps), call="save_checkpoint")
-                engine.save_checkpoint(ckpt, tag=item["tag"])
-                self.zr.residency_snapshot(engine.module, "after save_checkpoint")
-            elif op == "load_checkpoint":
-                where.update(micro_step=int(engine.micro_steps), call="load_checkpoint")
-                path, _ = engine.load_checkpoint(ckpt, tag=item["tag"])
-                if path is None:
-                    res["warnings"].append(f"load_checkpoint({item['tag']!r}) found nothing")
-                self.zr.residency_snapshot(engine.module, "after load_checkpoint")
-            elif op == "restart":
-                where.update(micro_step=None, call="restart")
-                st["engine"] = None
-                engine.destroy()
-                del engine
-                gc.collect()
-                self.build_engine(scen, st, res, fresh=not item["reuse_model"])
-            elif op == "empty_partition_cache":
-                where.update(micro_step=int(engine.micro_steps), call="empty_partition_cache")
-                engine.empty_partition_cache()
-            else:
-                raise ValueError(f"unknown schedule item {op!r}")
+                    if not engine.module.training:
+                        engine.train()
+                    x = make_input(scen, self.rank, 10 * CTX.engine + st["engine_micro"], irg)
+                    out = engine(x)
+                    loss = loss_of(out)
+                    where.update(call="backward")
+                    engine.backward(loss)
+                    where.update(call="step")
+                    boundary = (st["engine_micro"] + 1) % gas == 0
+                    engine.step()
+                    st["engine_micro"] += 1
+                    if boundary:
+                        CTX.step += 1
+                    self.zr.residency_snapshot(engine.module, f"after micro-step {st['engine_micro']}")
+        elif op == "eval":
+            engine.eval()
+            CTX.eval = True
+            for k in range(int(item["passes"])):
+                where.update(engine=CTX.engine, micro_step=int(engine.micro_steps), call="forward")
+                CTX.micro = st["engine_micro"] % gas
+                x = make_input(scen, self.rank, 500 + k, False)
+                with torch.no_grad():
+                    engine(x)
+            CTX.eval = False
+            engine.train()
+        elif op == "save_checkpoint":
+            where.update(micro_step=int(engine.micro_steps), call="save_checkpoint")
+            engine.save_checkpoint(ckpt, tag=item["tag"])
+            self.zr.residency_snapshot(engine.module, "after save_checkpoint")
+        elif op == "load_checkpoint":
+            where.update(micro_step=int(engine.micro_steps), call="load_checkpoint")
+            path, _ = engine.load_checkpoint(ckpt, tag=item["tag"])
+            if path is None:
+                res["warnings"].append(f"load_checkpoint({item['tag']!r}) found nothing")
+            self.zr.residency_snapshot(engine.module, "after load_checkpoint")
+        elif op == "restart":
+            where.update(micro_step=None, call="restart")
+            st["engine"] = None
+            engine.destroy()
+            del engine
+            gc.collect()
+            self.build_engine(scen, st, res, fresh=not item["reuse_model"])
+        elif op == "empty_partition_cache":
+            where.update(micro_step=int(engine.micro_steps), call="empty_partition_cache")
+            engine.empty_partition_cache()
+        else:
+            raise ValueError(f"unknown schedule item {op!r}")
 
 
 def _count_events(path):
