@@ -195,15 +195,12 @@ void read_engines(YamlReader& reader, const Field& field, const std::optional<Fi
       reader.error(entry.first, fmt::format("engine '{}' needs a 'model'", *name));
       continue;
     }
-    Scenario engine;
-    engine.path = scenario.path;
-    engine.name = scenario.name;
-    engine.source = scenario.source;
-    engine.world_size = scenario.world_size;
-    engine.input_requires_grad = scenario.input_requires_grad;
-    engine.zenflow = scenario.zenflow;
-    engine.config = scenario.config;
-    engine.timing = scenario.timing;
+    // The file's settings, read before the engines; the model, schedule and expectations are
+    // each engine's own (read below) or the file's (copied in at the end).
+    Scenario engine = scenario;
+    engine.schedule.clear();
+    engine.engine_names.clear();
+    engine.engines.clear();
     scenario.engine_names.push_back(*name);
     scenario.engines.push_back(std::move(engine));
     parsers.push_back(std::make_unique<detail::ScenarioParser>(reader, scenario.engines.back()));

@@ -63,7 +63,7 @@ void Process::open_block(const model::GatheredBlock& block) {
   }
 }
 
-void Process::close_block(const model::GatheredBlock& block) {
+void Process::close_block(const model::GatheredBlock& block, ModuleIndex module) {
   std::vector<ParamIndex> params;
   block_params(block, params);
   for (ParamIndex p : params) {
@@ -84,7 +84,8 @@ void Process::close_block(const model::GatheredBlock& block) {
                 "(DeepSpeed's message starts with the param's repr). Leave the block only after "
                 "the pass that prefetched it, or turn prefetching off "
                 "(stage3_prefetch_bucket_size: 0).",
-                name));
+                name),
+            module);
     case Status::Available:
       if (!params_.consumers[p].empty()) {
         raise(OutcomeKind::Error,
@@ -100,7 +101,8 @@ void Process::close_block(const model::GatheredBlock& block) {
                           "uses {}: the exit partitions every param of the block (free_param), "
                           "and refuses one that an active module still holds. Close the block "
                           "outside that module's forward, or leave its params out of it.",
-                          name));
+                          name),
+              module);
       }
       params_.status[p] = Status::NotAvailable;
       history_.last_partitioned[p] = {PartitionCause::GatheredExit, emitter_.context};
@@ -120,7 +122,7 @@ bool Process::run_gathered(ModuleIndex m, const model::Op& op, bool rg, const Sc
   open_block(op.gathered);
   rg = run_body(m, op.body, rg, scope);
   if (!graph_.stopping()) {
-    close_block(op.gathered);
+    close_block(op.gathered, m);  // raised in m's forward
   }
   return rg;
 }
