@@ -7,6 +7,7 @@
 #include <array>
 #include <filesystem>
 #include <iterator>
+#include <memory>
 
 #include "io/input_file.h"
 #include "model/ds_config_parse.h"
@@ -40,6 +41,7 @@ constexpr std::array kTopKeys = {
     "timing"sv,
     "templates"sv,
     "model"sv,
+    "engines"sv,
     "schedule"sv,
     "expect"sv,
 };
@@ -159,6 +161,61 @@ void read_hf(YamlReader& reader, const Field& field, HfTrainingArgs& hf) {
   }
 }
 
+constexpr std::array kEngineKeys = {"model"sv};
+
+// `engines: {NAME: {model: ...}, ...}`: several engines in one process, each its own model; the
+// top level's model becomes the first one's (for the tools that show one model).
+void read_engines(YamlReader& reader, const Field& field, const std::optional<Field>& templates,
+                  Scenario& scenario,
+                  std::vector<std::unique_ptr<detail::ScenarioParser>>& parsers) {
+  if (!reader.expect_map(field)) {
+    return;
+  }
+  if (field.value.size() == 0) {
+    reader.error(field.value, "'engines' is empty; give each engine a name and a 'model'");
+    return;
+  }
+  scenario.engines.reserve(field.value.size());  // each parser keeps a reference to its engine
+  for (const auto& entry : field.value) {
+    const std::optional<std::string> name = reader.read_string({entry.first, "engines", {}});
+    if (!name) {
+      continue;
+    }
+    if (!reader.expect_map({entry.second, *name, entry.first})) {
+      continue;
+    }
+    reader.check_keys(entry.second, kEngineKeys, fmt::format("engine '{}'", *name));
+    std::optional<Field> model;
+    for (const auto& key : entry.second) {
+      if (key.first.Scalar() == "model") {
+        model = Field{key.second, "model", key.first};
+      }
+    }
+    if (!model) {
+      reader.error(entry.first, fmt::format("engine '{}' needs a 'model'", *name));
+      continue;
+    }
+    // The file's settings, read before the engines; the model, schedule and expectations are
+    // each engine's own (read below) or the file's (copied in at the end).
+    Scenario engine = scenario;
+    engine.schedule.clear();
+    engine.engine_names.clear();
+    engine.engines.clear();
+    scenario.engine_names.push_back(*name);
+    scenario.engines.push_back(std::move(engine));
+    parsers.push_back(std::make_unique<detail::ScenarioParser>(reader, scenario.engines.back()));
+    if (templates) {
+      parsers.back()->read_templates(*templates);
+    }
+    parsers.back()->read_model(*model);
+  }
+  if (!scenario.engines.empty()) {
+    scenario.modules = scenario.engines.front().modules;
+    scenario.params = scenario.engines.front().params;
+    scenario.graph = scenario.engines.front().graph;
+  }
+}
+
 void read_top_level(YamlReader& reader, const YAML::Node& root, std::string_view base_dir,
                     Scenario& scenario, DiagnosticList& out) {
   if (!root.IsMap()) {
@@ -212,7 +269,13 @@ void read_top_level(YamlReader& reader, const YAML::Node& root, std::string_view
     scenario.zenflow = reader.read_bool(*field).value_or(false);
   }
   // The schedule first: "auto" values may be filled from its number of steps.
-  const std::optional<Field> model_field = require("model");
+  const std::optional<Field> engines_field = find("engines");
+  const std::optional<Field> model_field = engines_field ? find("model") : require("model");
+  if (engines_field && model_field) {
+    reader.error(model_field->key,
+                 "give 'model' (one engine) or 'engines' (several, each with its own model), not "
+                 "both");
+  }
   if (auto field = require("schedule")) {
     parser.read_schedule(*field);
   }
@@ -244,15 +307,33 @@ void read_top_level(YamlReader& reader, const YAML::Node& root, std::string_view
   if (auto field = find("timing")) {
     read_timing(reader, *field, scenario.timing);
   }
-  if (auto field = find("templates")) {
+  if (auto field = find("templates"); field && !engines_field) {
     parser.read_templates(*field);
+  }
+  // Each engine's model is read by a parser of its own, into a scenario of its own.
+  std::vector<std::unique_ptr<detail::ScenarioParser>> engine_parsers;
+  if (engines_field && !model_field) {
+    read_engines(reader, *engines_field, find("templates"), scenario, engine_parsers);
+  }
+  std::vector<detail::ScenarioParser*> parsers;
+  for (const auto& p : engine_parsers) {
+    parsers.push_back(p.get());
   }
   if (model_field) {
     parser.read_model(*model_field);
-    parser.resolve_generate_modules();
   }
+  if (model_field || engines_field) {
+    parser.resolve_schedule(scenario.engine_names, parsers);
+  }
+  parser.set_engine_parsers({parsers.begin(), parsers.end()});
   if (auto field = find("expect")) {
     parser.read_expectations(*field);
+  }
+  for (size_t e = 0; e < scenario.engines.size(); ++e) {
+    // Every engine runs the one schedule and config of the file.
+    Scenario& engine = scenario.engines[e];
+    engine.schedule = scenario.schedule;
+    engine.expectations = scenario.expectations;
   }
 }
 

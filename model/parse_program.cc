@@ -18,9 +18,11 @@ namespace {
 using namespace std::string_view_literals;
 
 // Each operation is a mapping with exactly one of the kind keys, plus the keys its kind allows.
-constexpr std::array kOpKindKeys = {"call"sv, "access"sv, "checkpoint"sv, "repeat"sv, "returns"sv};
-constexpr std::array kOpKeys = {"call"sv, "access"sv, "checkpoint"sv, "repeat"sv, "returns"sv,
-                                "kind"sv, "body"sv,   "when"sv,       "input"sv,  "input_from"sv};
+constexpr std::array kOpKindKeys = {"call"sv,   "access"sv,  "checkpoint"sv,
+                                    "repeat"sv, "returns"sv, "gathered"sv};
+constexpr std::array kOpKeys = {
+    "call"sv, "access"sv, "checkpoint"sv, "repeat"sv,     "returns"sv, "gathered"sv,     "kind"sv,
+    "body"sv, "when"sv,   "input"sv,      "input_from"sv, "hooks"sv,   "modifier_rank"sv};
 constexpr std::array kCallEachKeys = {"call_each"sv, "when"sv, "route"sv, "layerdrop"sv};
 // `window_micro_step` is the documented name of the index within the accumulation window;
 // `micro_step` is its older name, kept with the same meaning.
@@ -34,6 +36,7 @@ constexpr std::array kPhases = {"train"sv, "eval"sv, "generate"sv};
 constexpr std::array kAccessKinds = {"data"sv, "metadata"sv};
 constexpr std::array kCheckpointKeys = {"reentrant"sv};
 constexpr std::array kCallInputs = {"no_grad"sv, "forward_input"sv};
+constexpr std::array kCallHooks = {"all"sv, "none"sv, "own"sv};
 
 // The keys an operation of each kind may carry besides its kind key and `when`.
 bool allows(std::string_view kind, std::string_view key) {
@@ -44,10 +47,13 @@ bool allows(std::string_view kind, std::string_view key) {
     return kind == "access";
   }
   if (key == "body") {
-    return kind == "checkpoint" || kind == "repeat";
+    return kind == "checkpoint" || kind == "repeat" || kind == "gathered";
   }
-  if (key == "input" || key == "input_from") {
+  if (key == "input" || key == "input_from" || key == "hooks") {
     return kind == "call";
+  }
+  if (key == "modifier_rank") {
+    return kind == "gathered";
   }
   return false;
 }
@@ -57,7 +63,7 @@ bool allows(std::string_view kind, std::string_view key) {
 void link_scope(std::vector<Op>& ops, std::vector<Op*>& calls, YamlReader& reader,
                 const Scenario& scenario) {
   for (Op& op : ops) {
-    if (op.kind == Op::Kind::Repeat) {
+    if (op.kind == Op::Kind::Repeat || op.kind == Op::Kind::Gathered) {
       link_scope(op.body, calls, reader, scenario);
     } else if (op.kind == Op::Kind::Checkpoint) {
       std::vector<Op*> region_calls;
@@ -267,7 +273,7 @@ bool ScenarioParser::read_op(const YAML::Node& node, ModuleIndex module, Op& op)
     if (only_known) {
       reader_.error(node,
                     "operation needs one of 'call', 'access', 'checkpoint', 'repeat', "
-                    "'returns'");
+                    "'returns', 'gathered'");
     }
     return false;
   }
@@ -291,6 +297,20 @@ bool ScenarioParser::read_op(const YAML::Node& node, ModuleIndex module, Op& op)
     ok = ok && callee.has_value();
     op.callee = callee.value_or(kNone);
     ok = read_call_input(node, module, op) && ok;
+    for (const auto& entry : node) {
+      if (entry.first.Scalar() == "hooks") {
+        const auto hooks =
+            reader_.read_choice({entry.second, "hooks", entry.first}, "call hooks", kCallHooks);
+        ok = ok && hooks.has_value();
+        op.hooks = hooks == "none"  ? CallHooks::None
+                   : hooks == "own" ? CallHooks::Own
+                                    : CallHooks::All;
+      }
+    }
+  } else if (kind == "gathered") {
+    op.kind = Op::Kind::Gathered;
+    ok = read_gathered(node, value, module, op.gathered) && ok;
+    ok = read_body(node, kind, module, op) && ok;
   } else if (kind == "access" || kind == "returns") {
     op.kind = kind == "access" ? Op::Kind::Access : Op::Kind::Return;
     const std::optional<ParamIndex> param = resolve_param(kind_value, kind, module);
@@ -466,6 +486,95 @@ void ScenarioParser::warn_if_constant(const Field& field, const std::vector<int6
         YamlReader::where(field),
         fmt::format("{} matches every value it can take, so it always holds ({})", key, why));
   }
+}
+
+bool ScenarioParser::read_gathered(const YAML::Node& node, const Field& paths, ModuleIndex module,
+                                   GatheredBlock& block) {
+  bool ok = true;
+  for (const auto& entry : node) {
+    if (entry.first.Scalar() == "modifier_rank") {
+      const std::optional<int64_t> rank =
+          read_modifier_rank({entry.second, "modifier_rank", entry.first});
+      ok = ok && rank.has_value();
+      block.modifier_rank = rank.value_or(-1);
+    }
+  }
+  return resolve_gathered_paths(paths, module, block) && ok;
+}
+
+std::optional<int64_t> ScenarioParser::read_modifier_rank(const Field& field) {
+  const std::optional<int64_t> rank = reader_.read_int(field, 0);
+  if (rank && *rank >= scenario_.world_size) {
+    reader_.error(field.value, fmt::format("'modifier_rank' {} is not a rank of a world of {}",
+                                           *rank, scenario_.world_size));
+    return std::nullopt;
+  }
+  return rank;
+}
+
+bool ScenarioParser::resolve_gathered_paths(const Field& paths, ModuleIndex module,
+                                            GatheredBlock& block) {
+  if (!reader_.expect_seq(paths)) {
+    return false;
+  }
+  if (paths.value.size() == 0) {
+    reader_.error(paths.value,
+                  "'gathered' lists no parameters; give parameter or module paths (a module "
+                  "stands for its parameters(), \"\" for the whole model)");
+    return false;
+  }
+  bool ok = true;
+  const std::string& prefix = scenario_.modules[module].qualified_name;
+  for (const YAML::Node& node : paths.value) {
+    const std::optional<std::string> path = reader_.read_string({node, "gathered", {}});
+    if (!path) {
+      ok = false;
+      continue;
+    }
+    block.paths.push_back(*path);
+    // Relative to the running module, or from the root with a leading `/`, as `access` reads.
+    const bool from_root = !path->empty() && path->front() == '/';
+    const std::string tail = from_root ? path->substr(1) : *path;
+    const std::string name = from_root || prefix.empty() ? tail
+                             : tail.empty()              ? prefix
+                                                         : prefix + "." + tail;
+    if (const auto param = param_by_name_.find(name); param != param_by_name_.end()) {
+      block.params.push_back(param->second);
+      continue;
+    }
+    const auto found = module_by_name_.find(name);
+    if (found == module_by_name_.end()) {
+      std::vector<std::string> names;
+      if (reader_.can_suggest(scenario_.modules.size() + scenario_.params.size())) {
+        for (const ModuleSpec& spec : scenario_.modules) {
+          names.push_back(spec.qualified_name);
+        }
+        for (const ParamSpec& param : scenario_.params) {
+          names.push_back(param.qualified_name);
+        }
+      }
+      reader_.error(
+          node, fmt::format("'{}' names no parameter or module of '{}'", *path, describe(module)),
+          reader_.did_you_mean(node, name, names));
+      ok = false;
+      continue;
+    }
+    // module.parameters(): its own and its descendants', in registration order.
+    std::vector<ModuleIndex> stack = {found->second};
+    std::vector<ModuleIndex> order;
+    while (!stack.empty()) {
+      const ModuleIndex at = stack.back();
+      stack.pop_back();
+      order.push_back(at);
+      const auto& children = scenario_.modules[at].children;
+      stack.insert(stack.end(), children.rbegin(), children.rend());
+    }
+    for (ModuleIndex at : order) {
+      const auto& own = scenario_.modules[at].params;
+      block.params.insert(block.params.end(), own.begin(), own.end());
+    }
+  }
+  return ok;
 }
 
 std::optional<ModuleIndex> ScenarioParser::resolve_call(const YAML::Node& node, ModuleIndex module,

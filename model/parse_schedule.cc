@@ -19,9 +19,11 @@ using namespace std::string_view_literals;
 constexpr std::array kScheduleKinds = {"train"sv,           "eval"sv,
                                        "save_checkpoint"sv, "restart"sv,
                                        "load_checkpoint"sv, "empty_partition_cache"sv,
-                                       "generate"sv};
+                                       "generate"sv,        "gathered"sv};
 constexpr std::array kForwardModes = {"grad"sv, "no_grad"sv, "eval"sv};
-constexpr std::array kGenerateKeys = {"tokens"sv, "encoder"sv, "training"sv, "model"sv, "unwrap"sv};
+constexpr std::array kGenerateKeys = {"tokens"sv, "encoder"sv, "training"sv,
+                                      "model"sv,  "unwrap"sv,  "engine"sv};
+constexpr std::array kGatheredKeys = {"params"sv, "modifier_rank"sv, "engine"sv, "do"sv};
 // An expectation names a phase a failure can happen in: every trace phase but `none`.
 std::span<const std::string_view> expect_phase_names() {
   return trace::phase_names().subspan(1);
@@ -41,14 +43,34 @@ void ScenarioParser::read_schedule(const Field& field) {
   }
   std::vector<std::string> saved_tags;
   for (const YAML::Node& item : field.value) {
-    read_schedule_item(item, saved_tags);
+    read_schedule_item(item, saved_tags, scenario_.schedule);
   }
 }
 
+ScheduleItem& ScenarioParser::schedule_item_at(const std::vector<size_t>& path) {
+  ScheduleItem* item = &scenario_.schedule[path.front()];
+  for (size_t k = 1; k < path.size(); ++k) {
+    item = &item->body[path[k]];
+  }
+  return *item;
+}
+
 void ScenarioParser::read_schedule_item(const YAML::Node& node,
-                                        std::vector<std::string>& saved_tags) {
+                                        std::vector<std::string>& saved_tags,
+                                        std::vector<ScheduleItem>& into) {
   ScheduleItem item;
   item.loc = YamlReader::loc(node);
+  // Where the item will be once pushed: what is resolved after the model (an engine's name, an
+  // encoder, a block's params) is found again by this path, and kept only if the item is.
+  std::vector<size_t> here = schedule_path_;
+  here.push_back(into.size());
+  std::vector<PendingItemKey> pending;
+  const auto note_engine = [&](const auto& entry) {
+    if (entry.first.Scalar() == "engine" &&
+        reader_.read_string({entry.second, "engine", entry.first})) {
+      pending.push_back({PendingItemKey::Engine, entry.second, entry.first, {}});
+    }
+  };
   YAML::Node key = node;
   YAML::Node value;
   std::string kind;
@@ -81,8 +103,8 @@ void ScenarioParser::read_schedule_item(const YAML::Node& node,
     } else if (value.IsMap()) {
       // `overflow`: the optimizer steps (0-based within this item) that fp16 loss scaling
       // skips: params are partitioned, persistent ones are not gathered again (10.21).
-      const std::array train_keys = {count_key, "overflow"sv, "forwards"sv};
-      const std::array eval_keys = {count_key};
+      const std::array train_keys = {count_key, "overflow"sv, "forwards"sv, "engine"sv};
+      const std::array eval_keys = {count_key, "engine"sv};
       if (kind == "train") {
         reader_.check_keys(value, train_keys, fmt::format("'{}'", kind));
       } else {
@@ -98,6 +120,7 @@ void ScenarioParser::read_schedule_item(const YAML::Node& node,
         } else if (entry.first.Scalar() == "forwards" && kind == "train") {
           item.forwards = read_forward_modes({entry.second, "forwards", entry.first});
         }
+        note_engine(entry);
       }
     } else {
       count = reader_.read_int(field, 1);
@@ -144,6 +167,58 @@ void ScenarioParser::read_schedule_item(const YAML::Node& node,
     if (!bare && !read_generate(field, item)) {
       return;
     }
+    if (!bare && value.IsMap()) {
+      for (const auto& entry : value) {
+        if (entry.first.Scalar() == "encoder" && entry.second.IsScalar()) {
+          pending.push_back({PendingItemKey::Encoder, entry.second, entry.first, {}});
+        } else if (entry.first.Scalar() == "model" && entry.second.IsScalar()) {
+          pending.push_back({PendingItemKey::GenerateModel, entry.second, entry.first, {}});
+        }
+        note_engine(entry);
+      }
+    }
+  } else if (kind == "gathered") {
+    // deepspeed.zero.GatheredParameters(params, modifier_rank) around schedule items.
+    item.kind = ScheduleItem::Kind::Gathered;
+    if (!reader_.expect_map(field)) {
+      return;
+    }
+    reader_.check_keys(value, kGatheredKeys, "'gathered'");
+    bool has_params = false;
+    bool has_body = false;
+    for (const auto& entry : value) {
+      const std::string& name = entry.first.Scalar();
+      if (name == "params") {
+        has_params = true;
+        pending.push_back({PendingItemKey::Params, entry.second, entry.first, {}});
+      } else if (name == "modifier_rank") {
+        const std::optional<int64_t> rank =
+            read_modifier_rank({entry.second, "modifier_rank", entry.first});
+        if (!rank) {
+          return;
+        }
+        item.gathered.modifier_rank = *rank;
+      } else if (name == "do") {
+        has_body = true;
+        if (!reader_.expect_seq({entry.second, "do", entry.first})) {
+          return;
+        }
+        if (entry.second.size() == 0) {
+          reader_.error(entry.second, "'gathered' has an empty 'do'");
+          return;
+        }
+        schedule_path_.push_back(into.size());
+        for (const YAML::Node& inner : entry.second) {
+          read_schedule_item(inner, saved_tags, item.body);
+        }
+        schedule_path_.pop_back();
+      }
+      note_engine(entry);
+    }
+    if (!has_params || !has_body) {
+      reader_.error(key, fmt::format("'gathered' needs '{}'", has_params ? "do" : "params"));
+      return;
+    }
   } else {
     item.kind = ScheduleItem::Kind::EmptyPartitionCache;
     if (!bare) {
@@ -151,7 +226,11 @@ void ScenarioParser::read_schedule_item(const YAML::Node& node,
       return;
     }
   }
-  scenario_.schedule.push_back(item);
+  for (PendingItemKey& key_of_item : pending) {
+    key_of_item.path = here;
+    pending_items_.push_back(std::move(key_of_item));
+  }
+  into.push_back(std::move(item));
 }
 
 std::vector<ForwardMode> ScenarioParser::read_forward_modes(const Field& field) {
@@ -198,44 +277,111 @@ bool ScenarioParser::read_generate(const Field& field, ScheduleItem& item) {
               reader_.read_choice(value, "unwrap", kRehookNames.names().subspan(1))) {
         item.unwrap = kRehookNames.find(*behaviour).value_or(Rehook::None);
       }
-    } else if ((name == "encoder" || name == "model") && reader_.read_string(value)) {
-      // Resolved once the model is read (the schedule is read first).
-      pending_generate_modules_.push_back({scenario_.schedule.size(), entry.first, entry.second});
+    } else if (name == "encoder" || name == "model") {
+      reader_.read_string(value);  // resolved once the model is read (the schedule comes first)
     }
   }
   return true;
 }
 
-void ScenarioParser::resolve_generate_modules() {
-  for (const PendingGenerateModule& pending : pending_generate_modules_) {
-    const std::string& key = pending.key.Scalar();
-    const std::string& path = pending.value.Scalar();
-    const auto found = module_by_name_.find(path);
-    if (found == module_by_name_.end() || found->second == 0) {
-      std::vector<std::string> names;
-      for (const ModuleSpec& spec : scenario_.modules) {
-        if (!spec.qualified_name.empty()) {
-          names.push_back(spec.qualified_name);
-        }
-      }
-      const bool unknown = found == module_by_name_.end();
-      std::string message =
-          unknown ? fmt::format("unknown module '{}' as the '{}' of 'generate'", path, key)
-          : key == "encoder"
-              ? std::string(
-                    "the 'encoder' of 'generate' is a submodule called directly; the "
-                    "root's forwards are the generate loop's")
-              : std::string(
-                    "the 'model' of 'generate' is the root, which generate() runs "
-                    "when 'model' is left out");
-      reader_.error(
-          pending.value, message,
-          unknown ? reader_.did_you_mean(pending.value, path, names) : std::vector<Note>{});
+void ScenarioParser::resolve_schedule(const std::vector<std::string>& engine_names,
+                                      const std::vector<ScenarioParser*>& engine_parsers) {
+  // Which engine each item names first: its encoder and params are that engine's.
+  for (const PendingItemKey& pending : pending_items_) {
+    if (pending.what != PendingItemKey::Engine) {
       continue;
     }
-    ScheduleItem& item = scenario_.schedule[pending.index];
-    (key == "encoder" ? item.encoder : item.generate_model) = found->second;
+    ScheduleItem& item = schedule_item_at(pending.path);
+    const std::string& name = pending.value.Scalar();
+    const auto found = std::find(engine_names.begin(), engine_names.end(), name);
+    if (engine_names.empty()) {
+      reader_.error(pending.key,
+                    "'engine' names one of the 'engines:'; this scenario has one engine "
+                    "('model:')");
+    } else if (found == engine_names.end()) {
+      reader_.error(pending.value,
+                    fmt::format("unknown engine '{}'; the engines are: {}", name,
+                                fmt::join(engine_names, ", ")),
+                    reader_.did_you_mean(pending.value, name, engine_names));
+    } else {
+      item.engine = static_cast<uint32_t>(found - engine_names.begin());
+    }
   }
+  if (engine_names.size() > 1) {
+    require_engines(scenario_.schedule, pending_items_);
+  }
+  for (const PendingItemKey& pending : pending_items_) {
+    ScheduleItem& item = schedule_item_at(pending.path);
+    ScenarioParser& owner =
+        engine_parsers.empty()
+            ? *this
+            : *engine_parsers[std::min<size_t>(item.engine, engine_parsers.size() - 1)];
+    if (pending.what == PendingItemKey::Params) {
+      owner.resolve_gathered_paths({pending.value, "params", pending.key}, 0, item.gathered);
+    } else if (pending.what == PendingItemKey::Encoder) {
+      item.encoder = owner.resolve_generate_module(pending.key, pending.value);
+    } else if (pending.what == PendingItemKey::GenerateModel) {
+      item.generate_model = owner.resolve_generate_module(pending.key, pending.value);
+    }
+  }
+}
+
+void ScenarioParser::require_engines(const std::vector<ScheduleItem>& items,
+                                     const std::vector<PendingItemKey>& pending) {
+  for (const ScheduleItem& item : items) {
+    using Kind = ScheduleItem::Kind;
+    if (item.kind == Kind::Restart || item.kind == Kind::SaveCheckpoint ||
+        item.kind == Kind::LoadCheckpoint || item.kind == Kind::EmptyPartitionCache) {
+      reader_.error_at(item.loc, 1,
+                       "with several engines, the schedule runs 'train', 'eval', 'generate' and "
+                       "'gathered' items only (each naming its 'engine')");
+      continue;
+    }
+    const bool named = std::any_of(pending.begin(), pending.end(), [&](const PendingItemKey& p) {
+      return p.what == PendingItemKey::Engine && &schedule_item_at(p.path) == &item;
+    });
+    if (!named) {
+      reader_.error_at(item.loc, 1,
+                       "with several engines, each schedule item names its engine, such as "
+                       "'train: {steps: 1, engine: NAME}'");
+    }
+    require_engines(item.body, pending);
+  }
+}
+
+ModuleIndex ScenarioParser::resolve_generate_module(const YAML::Node& key, const YAML::Node& node) {
+  const std::string& path = node.Scalar();
+  const auto found = module_by_name_.find(path);
+  if (found != module_by_name_.end() && found->second != 0) {
+    return found->second;
+  }
+  std::vector<std::string> names;
+  for (const ModuleSpec& spec : scenario_.modules) {
+    if (!spec.qualified_name.empty()) {
+      names.push_back(spec.qualified_name);
+    }
+  }
+  const bool unknown = found == module_by_name_.end();
+  const std::string message =
+      unknown ? fmt::format("unknown module '{}' as the '{}' of 'generate'", path, key.Scalar())
+      : key.Scalar() == "encoder"
+          ? std::string(
+                "the 'encoder' of 'generate' is a submodule called directly; the root's "
+                "forwards are the generate loop's")
+          : std::string(
+                "the 'model' of 'generate' is the root, which generate() runs when 'model' is "
+                "left out");
+  reader_.error(node, message,
+                unknown ? reader_.did_you_mean(node, path, names) : std::vector<Note>{});
+  return kNone;
+}
+
+bool ScenarioParser::has_module(const std::string& qualified_name) const {
+  if (module_by_name_.count(qualified_name) != 0) {
+    return true;
+  }
+  return std::any_of(engine_parsers_.begin(), engine_parsers_.end(),
+                     [&](const ScenarioParser* p) { return p->has_module(qualified_name); });
 }
 
 void ScenarioParser::read_expectations(const Field& field) {
@@ -287,7 +433,7 @@ void ScenarioParser::read_expectation(const YAML::Node& key, const YAML::Node& v
       if (module == trace::kRootModuleName) {
         module = "";  // the root as outputs name it; its qualified name is ""
       }
-      if (module && module_by_name_.find(*module) == module_by_name_.end()) {
+      if (module && !has_module(*module)) {
         std::vector<std::string> names;
         for (const ModuleSpec& spec : scenario_.modules) {
           names.push_back(spec.qualified_name);

@@ -104,6 +104,22 @@ enum class CallInput : uint8_t {
   OutputOf,      ///< `input_from: PATH`: the output of the latest earlier call of PATH
 };
 
+/// Whose forward hooks a `call` runs (`hooks:`; docs/scenario-format.md).
+enum class CallHooks : uint8_t {
+  All,   ///< (default) `module(x)`: its hooks, and its children's when its forward calls them
+  None,  ///< `hooks: none`: `module.forward(x)`, which bypasses the module's own hooks
+  Own,   ///< `hooks: own`: the module's hooks, but a forward that reads its children's params
+         ///< without calling them (a fused kernel): no hook below it fires
+};
+
+/// A `deepspeed.zero.GatheredParameters(params, modifier_rank)` block, in a forward program or
+/// in the schedule: the params are gathered on entry and partitioned on exit (semantics 11).
+struct GatheredBlock {
+  std::vector<ParamIndex> params;  ///< as listed (a module path lists its parameters()), canonical
+  std::vector<std::string> paths;  ///< the paths as written, for the scenario writer
+  int64_t modifier_rank = -1;      ///< -1: None (no broadcast on exit)
+};
+
 /// One operation of a module's forward program.
 struct Op {
   enum class Kind : uint8_t {
@@ -112,6 +128,7 @@ struct Op {
     Checkpoint,  ///< `checkpoint: {reentrant: bool}` with `body`
     Repeat,      ///< `repeat: N` with `body`
     Return,      ///< `returns: param` — a parameter returned from this forward (dangling, 5.3)
+    Gathered,    ///< `gathered: [paths]` with `body` — a deepspeed.zero.GatheredParameters block
   };
   Kind kind = Kind::Call;
   SourceLoc loc;
@@ -126,7 +143,9 @@ struct Op {
   AccessKind access = AccessKind::Data;  ///< Access
   bool reentrant = true;                 ///< Checkpoint
   int64_t count = 1;                     ///< Repeat
-  std::vector<Op> body;                  ///< Checkpoint, Repeat
+  std::vector<Op> body;                  ///< Checkpoint, Repeat, Gathered
+  CallHooks hooks = CallHooks::All;      ///< Call
+  GatheredBlock gathered;                ///< Gathered
 };
 
 /// One `nn.Module` of the tree.
@@ -177,6 +196,7 @@ struct ScheduleItem {
     LoadCheckpoint,
     EmptyPartitionCache,
     Generate,  ///< `generate:` an encoder call, then `steps` root forwards under no_grad
+    Gathered,  ///< `gathered:` a GatheredParameters block around the items of `body`
   };
   Kind kind = Kind::Train;
   int64_t steps = 1;  ///< Train: optimizer steps; Eval: forward passes; Generate: tokens
@@ -194,6 +214,11 @@ struct ScheduleItem {
   std::string tag;           ///< SaveCheckpoint / LoadCheckpoint
   bool reuse_model = false;  ///< Restart: build the new engine on the same model object (A3)
   std::vector<int64_t> overflow_steps;  ///< Train: optimizer steps skipped for fp16 overflow
+  /// The engine the item runs on (`engine: NAME`; its index in Scenario::engine_names), 0 with
+  /// one engine.
+  uint32_t engine = 0;
+  GatheredBlock gathered;          ///< Gathered
+  std::vector<ScheduleItem> body;  ///< Gathered: the items run inside the block
   SourceLoc loc;
 };
 
@@ -209,6 +234,14 @@ inline int64_t root_forwards(const ScheduleItem& item, int64_t accumulation) {
   case ScheduleItem::Kind::Eval:
   case ScheduleItem::Kind::Generate:
     return std::max<int64_t>(item.steps, 0);
+  case ScheduleItem::Kind::Gathered: {
+    int64_t total = 0;
+    for (const ScheduleItem& inner : item.body) {
+      const int64_t more = root_forwards(inner, accumulation);
+      total = more > INT64_MAX - total ? INT64_MAX : total + more;
+    }
+    return total;
+  }
   default:
     return 0;
   }
@@ -252,6 +285,19 @@ struct Scenario {
   TimingSpec timing;
   std::vector<PolicyExpectation> expectations;
   ModuleGraph graph;  ///< the module tree as a Boost.Graph, vertex i == modules[i]
+  /// Several engines in one process (`engines:`), in declaration order: each a whole scenario
+  /// (its own model; the config, world and schedule are the top level's). Empty with one engine.
+  /// The top level's own model is the first engine's, so that tools that show one model show it.
+  std::vector<std::string> engine_names;
+  std::vector<Scenario> engines;
 };
+
+/// The scenario of engine `engine`: `scenario` itself with one engine.
+inline const Scenario& engine_scenario(const Scenario& scenario, int64_t engine) {
+  return scenario.engines.empty() || engine < 0 ||
+                 static_cast<size_t>(engine) >= scenario.engines.size()
+             ? scenario
+             : scenario.engines[static_cast<size_t>(engine)];
+}
 
 }  // namespace zfetch::model

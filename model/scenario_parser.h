@@ -22,10 +22,22 @@ class ScenarioParser {
   /// The `templates:` block: module bodies that `template: NAME` instantiates (before read_model).
   void read_templates(const Field& field);
   void read_schedule(const Field& field);
+  /// The params a `gathered` block lists: each path a param or a module (its parameters()),
+  /// relative to `module` (a leading `/`: from the root).
+  bool resolve_gathered_paths(const Field& paths, ModuleIndex module, GatheredBlock& block);
   /// Needs read_model first: expectations name modules.
   void read_expectations(const Field& field);
-  /// Needs read_model first: the `encoder` and `model` of each `generate` item name modules.
-  void resolve_generate_modules();
+  /// Needs read_model first (of every engine): resolves each item's `engine`, a `generate`'s
+  /// `encoder` and a `gathered` block's `params` in that engine's model. `engine_parsers` are
+  /// the engines' parsers (empty with one engine: this one read the model).
+  void resolve_schedule(const std::vector<std::string>& engine_names,
+                        const std::vector<ScenarioParser*>& engine_parsers);
+  /// The parsers of the other engines, whose module names an expectation may use.
+  void set_engine_parsers(std::vector<const ScenarioParser*> parsers) {
+    engine_parsers_ = std::move(parsers);
+  }
+  /// Whether this model (or another engine's) has a module of that name.
+  [[nodiscard]] bool has_module(const std::string& qualified_name) const;
 
  private:
   void read_module(const Field& field, ModuleIndex parent);
@@ -49,6 +61,11 @@ class ScenarioParser {
   bool read_body(const YAML::Node& op_node, std::string_view kind, ModuleIndex module, Op& op);
   /// A call's `input` / `input_from`.
   bool read_call_input(const YAML::Node& node, ModuleIndex module, Op& op);
+  /// A block's `modifier_rank`: a rank of the world, or nullopt after an error.
+  std::optional<int64_t> read_modifier_rank(const Field& field);
+  /// A `gathered` operation's paths and `modifier_rank`.
+  bool read_gathered(const YAML::Node& node, const Field& paths, ModuleIndex module,
+                     GatheredBlock& block);
   /// Checks that each `input_from` names an earlier call of its scope, and marks that call.
   void link_call_inputs(std::vector<Op>& forward);
   Condition read_condition(const Field& field);
@@ -67,7 +84,21 @@ class ScenarioParser {
   std::optional<ParamIndex> resolve_param(const YAML::Node& node, std::string_view key,
                                           ModuleIndex module);
 
-  void read_schedule_item(const YAML::Node& node, std::vector<std::string>& saved_tags);
+  /// What an item names that is resolved once the model is read, and where the item is.
+  struct PendingItemKey {
+    enum What : uint8_t { Engine, Encoder, GenerateModel, Params } what;
+    YAML::Node value;
+    YAML::Node key;
+    std::vector<size_t> path;  ///< index in the schedule, then in each enclosing `do`
+  };
+  void read_schedule_item(const YAML::Node& node, std::vector<std::string>& saved_tags,
+                          std::vector<ScheduleItem>& into);
+  ScheduleItem& schedule_item_at(const std::vector<size_t>& path);
+  /// With several engines: every item names its engine, and none is engine-wide.
+  void require_engines(const std::vector<ScheduleItem>& items,
+                       const std::vector<PendingItemKey>& pending);
+  /// A `generate` item's `encoder` or `model` (`key`): a submodule, never the root.
+  ModuleIndex resolve_generate_module(const YAML::Node& key, const YAML::Node& node);
   void read_expectation(const YAML::Node& key, const YAML::Node& value);
   /// `train: {forwards: [grad, no_grad, eval]}`.
   std::vector<ForwardMode> read_forward_modes(const Field& field);
@@ -89,14 +120,9 @@ class ScenarioParser {
   std::unordered_map<std::string, ParamIndex> param_by_name_;
   std::unordered_map<std::string, ModuleIndex> module_by_name_;
 
-  // `generate` items' `encoder` and `model` nodes, by schedule index: resolved after the model
-  // is read.
-  struct PendingGenerateModule {
-    size_t index;
-    YAML::Node key;
-    YAML::Node value;
-  };
-  std::vector<PendingGenerateModule> pending_generate_modules_;
+  std::vector<PendingItemKey> pending_items_;
+  std::vector<size_t> schedule_path_;  // the enclosing `gathered` items of the one being read
+  std::vector<const ScenarioParser*> engine_parsers_;
 
   YAML::Node templates_;
   std::vector<std::string> template_names_;

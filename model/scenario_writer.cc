@@ -62,7 +62,7 @@ std::string string_list(const std::vector<std::string>& values) {
 
 class Writer {
  public:
-  explicit Writer(const Scenario& scenario) : s_(scenario) {}
+  explicit Writer(const Scenario& scenario) : s_(scenario), m_(&scenario) {}
 
   std::string write() {
     line(0, fmt::format("name: {}", scalar(s_.name)));
@@ -80,8 +80,19 @@ class Writer {
     }
     write_config();
     write_timing();
-    line(0, "model:");
-    write_module(0, 1);
+    if (s_.engines.empty()) {
+      line(0, "model:");
+      write_module(0, 1);
+    } else {
+      line(0, "engines:");
+      for (size_t e = 0; e < s_.engines.size(); ++e) {
+        line(1, scalar(s_.engine_names[e]) + ":");
+        line(2, "model:");
+        m_ = &s_.engines[e];
+        write_module(0, 3);
+      }
+      m_ = &s_;
+    }
     write_schedule();
     write_expectations();
     return std::move(out_);
@@ -193,7 +204,7 @@ class Writer {
   // The path from module `from` to the module or param named `qualified`: relative when it
   // lies below `from`, otherwise from the root with a leading '/' (params only).
   std::string relative_path(ModuleIndex from, const std::string& qualified, bool allow_root) const {
-    const std::string& prefix = s_.modules[from].qualified_name;
+    const std::string& prefix = m_->modules[from].qualified_name;
     if (prefix.empty()) {
       return qualified;
     }
@@ -205,7 +216,7 @@ class Writer {
   }
 
   void write_module(ModuleIndex index, int indent) {
-    const ModuleSpec& m = s_.modules[index];
+    const ModuleSpec& m = m_->modules[index];
     line(indent, fmt::format("name: {}", scalar(m.name)));
     if (!m.class_name.empty()) {
       line(indent, fmt::format("class: {}", scalar(m.class_name)));
@@ -222,7 +233,7 @@ class Writer {
     if (!m.params.empty()) {
       line(indent, "params:");
       for (ParamIndex p : m.params) {
-        write_param(s_.params[p], indent + 1);
+        write_param(m_->params[p], indent + 1);
       }
     }
     if (m.has_forward) {
@@ -252,7 +263,7 @@ class Writer {
       parts.push_back("frozen: true");
     }
     if (p.tied_to != kNone) {
-      parts.push_back(fmt::format("tied_to: {}", scalar(s_.params[p.tied_to].qualified_name)));
+      parts.push_back(fmt::format("tied_to: {}", scalar(m_->params[p.tied_to].qualified_name)));
     }
     line(indent, fmt::format("{}: {{{}}}", scalar(p.name), fmt::join(parts, ", ")));
   }
@@ -269,7 +280,7 @@ class Writer {
       break;
     case CallInput::OutputOf:
       line(indent, "input_from: " + scalar(relative_path(
-                                        module, s_.modules[op.input_from].qualified_name, false)));
+                                        module, m_->modules[op.input_from].qualified_name, false)));
       break;
     }
   }
@@ -280,20 +291,24 @@ class Writer {
       switch (op.kind) {
       case Op::Kind::Call:
         head =
-            "call: " + scalar(relative_path(module, s_.modules[op.callee].qualified_name, false));
+            "call: " + scalar(relative_path(module, m_->modules[op.callee].qualified_name, false));
         break;
       case Op::Kind::Access:
-        head = "access: " + scalar(relative_path(module, s_.params[op.param].qualified_name, true));
+        head =
+            "access: " + scalar(relative_path(module, m_->params[op.param].qualified_name, true));
         break;
       case Op::Kind::Return:
         head =
-            "returns: " + scalar(relative_path(module, s_.params[op.param].qualified_name, true));
+            "returns: " + scalar(relative_path(module, m_->params[op.param].qualified_name, true));
         break;
       case Op::Kind::Checkpoint:
         head = fmt::format("checkpoint: {{reentrant: {}}}", op.reentrant);
         break;
       case Op::Kind::Repeat:
         head = fmt::format("repeat: {}", op.count);
+        break;
+      case Op::Kind::Gathered:
+        head = "gathered: " + string_list(op.gathered.paths);
         break;
       }
       line(indent, "- " + head);
@@ -302,11 +317,18 @@ class Writer {
       }
       if (op.kind == Op::Kind::Call) {
         write_call_input(module, op, indent + 1);
+        if (op.hooks != CallHooks::All) {
+          line(indent + 1, op.hooks == CallHooks::None ? "hooks: none" : "hooks: own");
+        }
+      }
+      if (op.kind == Op::Kind::Gathered && op.gathered.modifier_rank >= 0) {
+        line(indent + 1, fmt::format("modifier_rank: {}", op.gathered.modifier_rank));
       }
       if (!op.when.always()) {
         line(indent + 1, "when: " + condition_text(op.when));
       }
-      if (op.kind == Op::Kind::Checkpoint || op.kind == Op::Kind::Repeat) {
+      if (op.kind == Op::Kind::Checkpoint || op.kind == Op::Kind::Repeat ||
+          op.kind == Op::Kind::Gathered) {
         line(indent + 1, "body:");
         write_ops(module, op.body, indent + 2);
       }
@@ -315,7 +337,16 @@ class Writer {
 
   void write_schedule() {
     line(0, "schedule:");
-    for (const ScheduleItem& item : s_.schedule) {
+    write_items(s_.schedule, 1);
+  }
+
+  // `, engine: NAME` with several engines.
+  [[nodiscard]] std::string engine_key(const ScheduleItem& item) const {
+    return s_.engines.empty() ? "" : ", engine: " + scalar(s_.engine_names[item.engine]);
+  }
+
+  void write_items(const std::vector<ScheduleItem>& items, int indent) {
+    for (const ScheduleItem& item : items) {
       switch (item.kind) {
       case ScheduleItem::Kind::Train: {
         std::string keys = fmt::format("steps: {}", item.steps);
@@ -331,13 +362,14 @@ class Writer {
           }
           keys += fmt::format(", forwards: [{}]", fmt::join(modes, ", "));
         }
-        line(1, fmt::format("- train: {{{}}}", keys));
+        line(indent, fmt::format("- train: {{{}{}}}", keys, engine_key(item)));
         break;
       }
       case ScheduleItem::Kind::Generate: {
         std::string keys = fmt::format("tokens: {}", item.steps);
         if (item.encoder != kNone) {
-          keys += ", encoder: " + scalar(s_.modules[item.encoder].qualified_name);
+          keys += ", encoder: " +
+                  scalar(engine_scenario(s_, item.engine).modules[item.encoder].qualified_name);
         }
         if (item.training) {
           keys += ", training: true";
@@ -348,23 +380,35 @@ class Writer {
         if (item.unwrap != Rehook::None) {
           keys += fmt::format(", unwrap: {}", kRehookNames[item.unwrap]);
         }
-        line(1, fmt::format("- generate: {{{}}}", keys));
+        line(indent, fmt::format("- generate: {{{}{}}}", keys, engine_key(item)));
         break;
       }
       case ScheduleItem::Kind::Eval:
-        line(1, fmt::format("- eval: {{passes: {}}}", item.steps));
+        line(indent, fmt::format("- eval: {{passes: {}{}}}", item.steps, engine_key(item)));
+        break;
+      case ScheduleItem::Kind::Gathered:
+        line(indent, "- gathered:");
+        line(indent + 2, "params: " + string_list(item.gathered.paths));
+        if (item.gathered.modifier_rank >= 0) {
+          line(indent + 2, fmt::format("modifier_rank: {}", item.gathered.modifier_rank));
+        }
+        if (!s_.engines.empty()) {
+          line(indent + 2, "engine: " + scalar(s_.engine_names[item.engine]));
+        }
+        line(indent + 2, "do:");
+        write_items(item.body, indent + 3);
         break;
       case ScheduleItem::Kind::SaveCheckpoint:
-        line(1, "- save_checkpoint: " + scalar(item.tag));
+        line(indent, "- save_checkpoint: " + scalar(item.tag));
         break;
       case ScheduleItem::Kind::LoadCheckpoint:
-        line(1, "- load_checkpoint: " + scalar(item.tag));
+        line(indent, "- load_checkpoint: " + scalar(item.tag));
         break;
       case ScheduleItem::Kind::Restart:
-        line(1, item.reuse_model ? "- restart: {reuse_model: true}" : "- restart");
+        line(indent, item.reuse_model ? "- restart: {reuse_model: true}" : "- restart");
         break;
       case ScheduleItem::Kind::EmptyPartitionCache:
-        line(1, "- empty_partition_cache");
+        line(indent, "- empty_partition_cache");
         break;
       }
     }
@@ -402,6 +446,7 @@ class Writer {
   }
 
   const Scenario& s_;
+  const Scenario* m_;  ///< the model being written: the scenario's, or one engine's
   std::string out_;
 };
 

@@ -45,6 +45,8 @@ class Emitter {
 
   /// The seq the next event gets.
   [[nodiscard]] uint64_t next_seq() const { return seq_; }
+  /// Continues the numbering of another engine of the same process.
+  void set_next_seq(uint64_t seq) { seq_ = seq; }
 
   void emit(trace::EventKind kind, ModuleIndex m = model::kNone, ParamIndex p = model::kNone,
             int32_t trace_step = -1, int64_t group = -1, Status status = Status::None) {

@@ -178,11 +178,15 @@ std::string partition_reason(const Partitioned& partitioned) {
     return fmt::format(
         "empty_partition_cache() partitioned every param, persistent ones included (engine {})",
         at.engine);
-  case PartitionCause::GatheredParametersExit:
+  case PartitionCause::UnwrapExit:
     return fmt::format(
         "the end of unwrap_model_for_generation (its GatheredParameters) partitioned every "
         "param, persistent ones included (engine {}, step {})",
         at.engine, at.step);
+  case PartitionCause::GatheredExit:
+    return fmt::format(
+        "a GatheredParameters block partitioned it on exit (engine {}), persistent or not",
+        at.engine);
   }
   return "";
 }

@@ -22,17 +22,18 @@ struct RecordedAccess {
 /// What last made a parameter NOT_AVAILABLE (semantics 1.5, 4.3): why a persistent param was
 /// partitioned at an access where it would otherwise have been resident.
 enum class PartitionCause : uint8_t {
-  None,                    ///< never gathered since the model was built
-  NewModel,                ///< a fresh model object: converted and partitioned (1.1)
-  NewEngine,               ///< a new engine on the same model: its gradient hooks partition (A3)
-  RecordingRelease,        ///< a module release in a recording (or invalid) pass: persistent too
-  Release,                 ///< a module release in a replay (never a persistent param)
-  OptimizerStep,           ///< partition-all of the step, before _post_step regathers
-  OverflowSkip,            ///< partition-all of an fp16-overflow step: nothing is regathered
-  CheckpointSave,          ///< save_checkpoint's prologue
-  CheckpointLoad,          ///< load_checkpoint's prologue
-  EmptyPartitionCache,     ///< empty_partition_cache()
-  GatheredParametersExit,  ///< the exit of unwrap_model_for_generation's GatheredParameters
+  None,                 ///< never gathered since the model was built
+  NewModel,             ///< a fresh model object: converted and partitioned (1.1)
+  NewEngine,            ///< a new engine on the same model: its gradient hooks partition (A3)
+  RecordingRelease,     ///< a module release in a recording (or invalid) pass: persistent too
+  Release,              ///< a module release in a replay (never a persistent param)
+  OptimizerStep,        ///< partition-all of the step, before _post_step regathers
+  OverflowSkip,         ///< partition-all of an fp16-overflow step: nothing is regathered
+  CheckpointSave,       ///< save_checkpoint's prologue
+  CheckpointLoad,       ///< load_checkpoint's prologue
+  EmptyPartitionCache,  ///< empty_partition_cache()
+  GatheredExit,         ///< the exit of a GatheredParameters block (semantics 11)
+  UnwrapExit,           ///< the end of unwrap_model_for_generation (its GatheredParameters)
 };
 
 /// The latest partition of one parameter.

@@ -16,7 +16,8 @@ using trace::EventKind;
 using trace::Phase;
 
 Process::Process(const model::Scenario& scenario, const Options& options, int32_t rank,
-                 trace::EventSink& sink, CollectiveLog& collectives, uint64_t first_seq)
+                 trace::EventSink& sink, CollectiveLog& collectives, uint64_t first_seq,
+                 int32_t engine, ProcessGlobals* globals)
     : scenario_(scenario),
       config_(scenario.config.zero),
       options_(options),
@@ -24,9 +25,13 @@ Process::Process(const model::Scenario& scenario, const Options& options, int32_
       params_(initial_param_state(scenario)),
       modules_(initial_module_state(scenario, params_)),
       emitter_(scenario, params_, modules_, sink, first_seq),
+      globals_(globals != nullptr ? *globals : own_globals_),
       zenflow_(scenario, params_, modules_, emitter_, options.discovery),
       grad_reduction_(scenario, params_, modules_) {
   emitter_.context.rank = rank;
+  emitter_.context.engine = engine;
+  gathered_depth_.resize(scenario.params.size());
+  block_scratch_.reserve(scenario.params.size());
   returned_.resize(scenario.modules.size());
   graph_.reserve(scenario.modules.size(), scenario.params.size());
   call_outputs_.reserve(2 * scenario.modules.size());
@@ -35,12 +40,18 @@ Process::Process(const model::Scenario& scenario, const Options& options, int32_
 }
 
 RankResult Process::run() {
-  RankResult result;
+  std::optional<Raised> raised;
   try {
     run_schedule();
-  } catch (Raised& raised) {
-    result.raised = std::move(raised);
+  } catch (Raised& error) {
+    raised = std::move(error);
   }
+  return result(std::move(raised));
+}
+
+RankResult Process::result(std::optional<Raised> raised) {
+  RankResult result;
+  result.raised = std::move(raised);
   result.invalidations = invalidations_before_ + (coordinator_ ? coordinator_->invalidations() : 0);
   for (const auto& retired : retired_) {
     result.invalidations += retired->invalidations();
@@ -70,50 +81,69 @@ void Process::raise(OutcomeKind kind, std::string message, std::string explanati
 
 void Process::run_schedule() {
   build_engine(true);
-  for (const model::ScheduleItem& item : scenario_.schedule) {
-    switch (item.kind) {
-    case model::ScheduleItem::Kind::Train:
-      for (int64_t s = 0; s < item.steps; ++s) {
-        const auto& skipped = item.overflow_steps;
-        overflow_ = std::find(skipped.begin(), skipped.end(), s) != skipped.end();
-        for (int64_t k = 0; k < scenario_.config.gradient_accumulation_steps; ++k) {
-          train_micro_step(item.forwards);
-        }
+  run_items(scenario_.schedule, [this](uint32_t) -> Process& { return *this; });
+}
+
+void Process::run_item(const model::ScheduleItem& item) {
+  switch (item.kind) {
+  case model::ScheduleItem::Kind::Train:
+    for (int64_t s = 0; s < item.steps; ++s) {
+      const auto& skipped = item.overflow_steps;
+      overflow_ = std::find(skipped.begin(), skipped.end(), s) != skipped.end();
+      for (int64_t k = 0; k < scenario_.config.gradient_accumulation_steps; ++k) {
+        train_micro_step(item.forwards);
       }
-      overflow_ = false;
-      break;
-    case model::ScheduleItem::Kind::Eval:
-      for (int64_t s = 0; s < item.steps; ++s) {
-        eval_pass();
-      }
-      break;
-    case model::ScheduleItem::Kind::Generate:
-      generate(item);
-      break;
-    case model::ScheduleItem::Kind::SaveCheckpoint:
-      save_checkpoint(item.tag);
-      break;
-    case model::ScheduleItem::Kind::LoadCheckpoint:
-      load_checkpoint(item.tag);
-      break;
-    case model::ScheduleItem::Kind::Restart:
-      emitter_.context.phase = Phase::None;
-      emitter_.emit(EventKind::Restart);
-      if (!item.reuse_model) {  // a retired coordinator is counted at the end: it lives on
-        invalidations_before_ += coordinator_->invalidations();
-        for (const std::string& w : coordinator_->warnings()) {
-          warnings_.push_back(w);
-        }
-      }
-      ++emitter_.context.engine;
-      build_engine(!item.reuse_model);
-      break;
-    case model::ScheduleItem::Kind::EmptyPartitionCache:
-      emitter_.context.phase = Phase::None;
-      emitter_.emit(EventKind::EmptyPartitionCache);
-      coordinator_->release_and_reset_all(PartitionCause::EmptyPartitionCache);
-      break;
     }
+    overflow_ = false;
+    break;
+  case model::ScheduleItem::Kind::Eval:
+    for (int64_t s = 0; s < item.steps; ++s) {
+      eval_pass();
+    }
+    break;
+  case model::ScheduleItem::Kind::Generate:
+    generate(item);
+    break;
+  case model::ScheduleItem::Kind::SaveCheckpoint:
+    save_checkpoint(item.tag);
+    break;
+  case model::ScheduleItem::Kind::LoadCheckpoint:
+    load_checkpoint(item.tag);
+    break;
+  case model::ScheduleItem::Kind::Restart:
+    emitter_.context.phase = Phase::None;
+    emitter_.emit(EventKind::Restart);
+    if (!item.reuse_model) {  // a retired coordinator is counted at the end: it lives on
+      invalidations_before_ += coordinator_->invalidations();
+      for (const std::string& w : coordinator_->warnings()) {
+        warnings_.push_back(w);
+      }
+    }
+    ++emitter_.context.engine;
+    build_engine(!item.reuse_model);
+    break;
+  case model::ScheduleItem::Kind::EmptyPartitionCache:
+    emitter_.context.phase = Phase::None;
+    emitter_.emit(EventKind::EmptyPartitionCache);
+    coordinator_->release_and_reset_all(PartitionCause::EmptyPartitionCache);
+    break;
+  case model::ScheduleItem::Kind::Gathered:
+    // run_items opens the block: its body may run on other engines.
+    break;
+  }
+}
+
+void run_items(const std::vector<model::ScheduleItem>& items,
+               const std::function<Process&(uint32_t)>& engine) {
+  for (const model::ScheduleItem& item : items) {
+    Process& process = engine(item.engine);
+    if (item.kind != model::ScheduleItem::Kind::Gathered) {
+      process.run_item(item);
+      continue;
+    }
+    process.enter_gathered(item.gathered);
+    run_items(item.body, engine);
+    engine(item.engine).exit_gathered(item.gathered);
   }
 }
 
@@ -126,7 +156,7 @@ void Process::build_engine(bool fresh_model) {
     // A freshly constructed model: new Parameter objects, converted and partitioned (1.1),
     // numbered by the process-global counter, which is never reset (1.7).
     for (ParamIndex p : params_.by_id) {
-      params_.ds_id[p] = next_param_id_++;
+      params_.ds_id[p] = globals_.next_param_id++;
       params_.status[p] = Status::NotAvailable;
       history_.last_partitioned[p] = {PartitionCause::NewModel, emitter_.context};
       params_.persist[p] = 0;
@@ -181,8 +211,9 @@ void Process::build_engine(bool fresh_model) {
   if (coordinator_ && !fresh_model) {
     retired_.push_back(std::move(coordinator_));  // still bound to this model's backward hooks
   }
-  coordinator_ = std::make_unique<Coordinator>(scenario_, params_, modules_, emitter_, collectives_,
-                                               history_, options_.discovery, gather_groups_);
+  coordinator_ =
+      std::make_unique<Coordinator>(scenario_, params_, modules_, emitter_, collectives_, history_,
+                                    options_.discovery, globals_.gather_groups);
   if (fresh_model) {
     // The backward-hook classes are created once per module object and capture the engine
     // that created them: a model re-used by a later engine keeps routing its pre/post-backward
@@ -202,7 +233,7 @@ void Process::number_modules() {
     if (!modules_.hooked[m]) {
       continue;
     }
-    modules_.ds_id[m] = m == 0 ? module_counter_ : ++module_counter_;
+    modules_.ds_id[m] = m == 0 ? globals_.module_counter : ++globals_.module_counter;
     modules_.recompute[m].clear();  // reset on (re-)registration
   }
 }
@@ -375,7 +406,7 @@ void Process::rewrap_after_generation(model::Rehook rehook) {
     coordinator_->invalidate_on_rehook();
   }
   number_modules();
-  coordinator_->partition_outside(PartitionCause::GatheredParametersExit);
+  coordinator_->partition_outside(PartitionCause::UnwrapExit);
 }
 
 void Process::optimizer_step() {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -34,16 +35,52 @@ struct RankResult {
   uint64_t next_seq = 0;                           ///< the seq after this rank's last event
 };
 
+/// What the engines of one process share (semantics 1.7, 2.2): the param id counter of
+/// zero.Init, the module id counter of _register_deepspeed_module, and the all-gather ids.
+struct ProcessGlobals {
+  int64_t next_param_id = 0;
+  int64_t module_counter = 0;
+  int64_t gather_groups = 0;
+};
+
 class Process {
  public:
+  /// `engine`: this engine's number in the process (its `engines:` position; 0 with one engine,
+  /// whose restarts count on from it). `globals`: shared with the other engines of the process,
+  /// or null for a process of one engine.
   Process(const model::Scenario& scenario, const Options& options, int32_t rank,
-          trace::EventSink& sink, CollectiveLog& collectives, uint64_t first_seq);
+          trace::EventSink& sink, CollectiveLog& collectives, uint64_t first_seq,
+          int32_t engine = 0, ProcessGlobals* globals = nullptr);
 
   /// Runs the whole schedule; never throws.
   RankResult run();
 
+  // ---- driven item by item, by the process of several engines (sim/several_engines.cc) ----
+  /// Builds the engine (deepspeed.initialize).
+  void start() { build_engine(true); }
+  /// Runs one schedule item other than `gathered` (whose body may name other engines).
+  void run_item(const model::ScheduleItem& item);
+  /// deepspeed.zero.GatheredParameters: __enter__ and __exit__ (semantics 11).
+  void enter_gathered(const model::GatheredBlock& block);
+  void exit_gathered(const model::GatheredBlock& block);
+  /// Another engine's root went onto FWD_MODULE_STACK (it was built after this one).
+  void push_foreign_root() { fwd_stack_.push_back(kForeign); }
+  /// The result so far, with `raised` if the run ended with an error.
+  RankResult result(std::optional<Raised> raised);
+  [[nodiscard]] uint64_t next_seq() const { return emitter_.next_seq(); }
+  void set_next_seq(uint64_t seq) { emitter_.set_next_seq(seq); }
+  /// The optimizer steps of the process so far: every engine's count (the trace's `step`).
+  [[nodiscard]] int32_t step() const { return emitter_.context.step; }
+  void set_step(int32_t step) { emitter_.context.step = step; }
+
  private:
   void run_schedule();
+  /// GatheredParameters.__enter__ / __exit__, in a forward or between passes.
+  void open_block(const model::GatheredBlock& block);
+  /// `module`: the module whose forward runs the block (kNone between passes).
+  void close_block(const model::GatheredBlock& block, ModuleIndex module = model::kNone);
+  /// The block's params, canonical, without duplicates, in ds_id order (as __init__ sorts them).
+  void block_params(const model::GatheredBlock& block, std::vector<ParamIndex>& out) const;
   void build_engine(bool fresh_model);
   /// The optimizer's one-dtype assertion on trainable params at engine construction.
   void check_one_trainable_dtype();
@@ -74,6 +111,11 @@ class Process {
   };
   bool call_module(ModuleIndex m, bool input_rg);
   bool call_hookless(ModuleIndex m, bool input_rg);
+  /// `module.forward(x)`: its own params read through the getter, its program run with its
+  /// children called as its forward calls them, and none of its own hooks.
+  bool call_forward_only(ModuleIndex m, bool input_rg);
+  /// The ops of a `gathered` operation inside a forward: enter, the body, exit.
+  bool run_gathered(ModuleIndex m, const model::Op& op, bool rg, const Scope& scope);
   /// Runs `ops` as a scope of their own (a forward program or a checkpoint body) whose input
   /// requires grad iff `input_rg`, from the running value `rg`.
   bool run_scope(ModuleIndex m, const std::vector<model::Op>& ops, bool input_rg, bool rg);
@@ -120,9 +162,8 @@ class Process {
   std::vector<std::unique_ptr<Coordinator>> retired_;  ///< earlier engines of a re-used model
 
   // Process-global state (10.1, 10.2): counters and FWD_MODULE_STACK.
-  int64_t next_param_id_ = 0;
-  int64_t module_counter_ = 0;
-  int64_t gather_groups_ = 0;           ///< all-gathers so far: one id counter for every engine
+  ProcessGlobals own_globals_;
+  ProcessGlobals& globals_;             ///< own_globals_, or those of the process's engines
   std::vector<ModuleIndex> fwd_stack_;  ///< kForeign for roots of destroyed engines' models
   static constexpr ModuleIndex kForeign = model::kNone - 1;
 
@@ -153,6 +194,17 @@ class Process {
   int64_t invalidations_before_ = 0;
   std::vector<std::string> warnings_;
   std::vector<Hazard> hazards_;  ///< bounded by Outcome::kMaxHazards; reserved up front
+  /// Per param: the GatheredParameters blocks open on it (_ds_z3_gathered_param_context_depth).
+  std::vector<uint8_t> gathered_depth_;
+  std::vector<ParamIndex> block_scratch_;
+  /// Which calls bypass hooks: > 0 inside a `hooks: own` call (no hook below it fires).
+  int32_t hookless_depth_ = 0;
+  bool own_hooks_only_ = false;  ///< the next call_module is a `hooks: own` call
 };
+
+/// Runs schedule items in order, each on `engine(item.engine)`; a `gathered` block opens and
+/// closes on its engine around its body (which may name other engines).
+void run_items(const std::vector<model::ScheduleItem>& items,
+               const std::function<Process&(uint32_t)>& engine);
 
 }  // namespace zfetch::sim

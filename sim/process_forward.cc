@@ -39,13 +39,26 @@ ModuleIndex Process::stack_top() const {
 }
 
 bool Process::call_module(ModuleIndex m, bool input_rg) {
+  if (!modules_.hooked[m] || hookless_depth_ > 0) {
+    return call_hookless(m, input_rg);
+  }
+  const bool own_hooks_only = own_hooks_only_;
+  own_hooks_only_ = false;
   const bool is_root = m == 0;
   if (is_root) {
     // Engine prologue, then _start_of_forward_hook (2.3, 10.17), which unwrapping for
     // generation does not remove.
     in_forward_ = through_engine_;
     micro_in_step_ = engine_micro_steps_ % scenario_.config.gradient_accumulation_steps;
+    // Called through the engine, reset_step runs inside the engine's forward (a pass of its
+    // phase); a direct call of the model (generate) runs it in _start_of_forward_hook before any
+    // module's hooks: outside every pass, as a recording of real DeepSpeed labels it.
+    const trace::Phase phase = emitter_.context.phase;
+    if (!through_engine_) {
+      emitter_.context.phase = trace::Phase::None;
+    }
     coordinator_->reset_step();
+    emitter_.context.phase = phase;
     ++emitter_.stats.passes;
   }
   if (!modules_.hooked[m] || hooks_removed_) {
@@ -69,9 +82,13 @@ bool Process::call_module(ModuleIndex m, bool input_rg) {
   returned_[m].clear();
   bool rg = own_compute(m, input_rg);
   if (!graph_.stopping()) {
+    // `hooks: own`: the forward reads the children's params without calling them, so no hook
+    // below this module fires.
+    hookless_depth_ += own_hooks_only ? 1 : 0;
     // The program's `input: forward_input` is the module's input, before its own computation.
     rg = scenario_.modules[m].has_forward ? run_scope(m, scenario_.modules[m].forward, input_rg, rg)
                                           : run_default_forward(m, rg);
+    hookless_depth_ -= own_hooks_only ? 1 : 0;
   }
   if (is_root) {
     in_forward_ = false;  // engine epilogue runs before the root's post-forward (10.17)
@@ -202,7 +219,14 @@ bool Process::run_call(const Op& op, bool rg, const Scope& scope) {
     break;
   }
   }
-  const bool output_rg = call_module(op.callee, input_rg);
+  bool output_rg = false;
+  if (op.hooks == model::CallHooks::None && hookless_depth_ == 0) {
+    output_rg = call_forward_only(op.callee, input_rg);
+  } else {
+    own_hooks_only_ = op.hooks == model::CallHooks::Own;
+    output_rg = call_module(op.callee, input_rg);
+    own_hooks_only_ = false;
+  }
   if (op.output_read) {
     auto entry = std::find_if(
         call_outputs_.begin() + static_cast<std::ptrdiff_t>(scope.outputs_begin),
@@ -236,6 +260,9 @@ bool Process::run_body(ModuleIndex m, const std::vector<Op>& ops, bool rg, const
     case Op::Kind::Return:
       returned_[m].push_back(params_.canonical[op.param]);
       rg = rg || (grad_enabled_ && !params_.frozen[op.param]);
+      break;
+    case Op::Kind::Gathered:
+      rg = run_gathered(m, op, rg, scope);
       break;
     case Op::Kind::Repeat:
       for (int64_t k = 0; k < op.count && !graph_.stopping(); ++k) {

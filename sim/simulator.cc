@@ -11,6 +11,7 @@
 #include "sim/ds_format.h"
 #include "sim/failure.h"
 #include "sim/process.h"
+#include "sim/several_engines.h"
 #include "trace/names.h"
 
 namespace zfetch::sim {
@@ -30,6 +31,11 @@ std::set<int64_t> named_ranks(const model::Scenario& scenario) {
   std::set<int64_t> named;
   for (const model::ModuleSpec& m : scenario.modules) {
     collect_ranks(m.forward, named);
+  }
+  for (const model::Scenario& engine : scenario.engines) {
+    for (const model::ModuleSpec& m : engine.modules) {
+      collect_ranks(m.forward, named);
+    }
   }
   return named;
 }
@@ -292,8 +298,13 @@ Outcome simulate(const model::Scenario& scenario, const Options& options, trace:
   uint64_t seq = 0;  // one numbering for the whole trace: ranks follow one another
   for (int32_t rank : ranks) {
     CollectiveLog log(compare);
-    Process process(scenario, options, rank, sink, log, seq);
-    RankRun run{rank, process.run(), {}};
+    RankRun run{rank, {}, {}};
+    if (scenario.engines.empty()) {
+      Process process(scenario, options, rank, sink, log, seq);
+      run.result = process.run();
+    } else {
+      run.result = run_several_engines(scenario, options, rank, sink, log, seq);
+    }
     seq = run.result.next_seq;
     run.collectives = log.entries();
     runs.push_back(std::move(run));

@@ -34,7 +34,7 @@ def variant(ops, **values):
 # A layer skipped in one micro-step: the micro-step tells them apart.
 expect("micro-step",
        variants.merged_program([variant("abcd", micro_step=[0, 1, 3]), variant("abd", micro_step=[2])]),
-       [{"call": "a"}, {"call": "b"}, {"call": "c", "when": {"micro_step": [0, 1, 3]}}, {"call": "d"}])
+       [{"call": "a"}, {"call": "b"}, {"call": "c", "when": {"window_micro_step": [0, 1, 3]}}, {"call": "d"}])
 # A branch only eval passes take: one phase, not a list.
 expect("phase",
        variants.merged_program([variant("ab", phase=["train"], micro_step=[0, 1]),

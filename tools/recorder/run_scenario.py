@@ -78,8 +78,8 @@ class Ctx:
         self.micro = 0  # engine micro-steps % gradient_accumulation_steps at the root's forward
         self.rank = 0
         self.eval = False
-        self.forward = 0  # the root forward's number in its micro-step or generate loop
-        self.generating = False  # inside a `generate` item
+        self.generating = False  # inside a `generate` item: `when: {phase: generate}`
+        self.forward = 0  # the root forward's number in its micro-step or generate loop (`when: {forward}`)
 
 
 CTX = Ctx()
@@ -218,6 +218,17 @@ class ZModule(nn.Module):
         rets = []  # params this forward returns
         hooked, leaf = self._zf_hooks()
         scope = _Scope(h)
+        rt = self._zf_rt
+        own_only = rt.get("bypass", 0) == -1
+        if own_only:
+            rt["bypass"] = 1
+        try:
+            return self._zf_forward_body(h, spec, pool, rets, hooked, leaf, scope)
+        finally:
+            if own_only:
+                rt["bypass"] = 0
+
+    def _zf_forward_body(self, h, spec, pool, rets, hooked, leaf, scope):
         if hooked:
             h = self._zf_own_compute(h, leaf)
         else:
@@ -235,8 +246,15 @@ class ZModule(nn.Module):
         outs = (h, ) * int(spec["outputs"]) + tuple(rets)
         return outs[0] if len(outs) == 1 else outs
 
-    def _zf_call(self, child, h, pool):
-        out = child(h)
+    def _zf_call(self, child, h, pool, hooks="all"):
+        rt = self._zf_rt
+        if hooks == "none" or rt.get("bypass", 0) > 0:
+            out = child.forward(h)  # `module.forward(x)`: none of the module's hooks
+        elif hooks == "own":
+            rt["bypass"] = -1  # the child's forward, once its hooks ran, calls nothing through hooks
+            out = child(h)
+        else:
+            out = child(h)
         k = int(child._zf["outputs"])
         if isinstance(out, (tuple, list)):
             acts, extra = list(out[:k]), list(out[k:])
@@ -264,10 +282,10 @@ class ZModule(nn.Module):
                         x = scope.input
                     else:  # the call's latest output in this scope, else the scope's input
                         x = scope.outputs.get(op["input_from"], scope.input)
-                    y = self._zf_call(child, x, pool)
+                    y = self._zf_call(child, x, pool, op.get("hooks", "all"))
                     h = h + y
                 else:
-                    y = h = self._zf_call(child, h, pool)
+                    y = h = self._zf_call(child, h, pool, op.get("hooks", "all"))
                 scope.outputs[op["target"]] = y
             elif kind == "access":
                 p = self._zf_read(op["path"], op["from_root"])
@@ -289,6 +307,11 @@ class ZModule(nn.Module):
                     rets.append(target)
             elif kind == "repeat":
                 for _ in range(int(op["count"])):
+                    h = self._zf_run(op["body"], h, pool, rets, scope)
+            elif kind == "gathered":
+                import deepspeed
+                params = [self._zf_param_obj(c) for c in op["params"]]
+                with deepspeed.zero.GatheredParameters(params, modifier_rank=op.get("modifier_rank")):
                     h = self._zf_run(op["body"], h, pool, rets, scope)
             elif kind == "checkpoint":
                 body = op["body"]
@@ -490,7 +513,7 @@ class Runner:
             zr.close_trace()
             if self.rank == 0:
                 res["events"], res["invalidations"] = _count_events(trace)
-        for e in (st["engine"], ):
+        for e in [st["engine"]] if not st.get("all") else [x["engine"] for x in st["all"]]:
             if e is not None:
                 try:
                     e.destroy()
@@ -558,87 +581,126 @@ class Runner:
         self.zr.residency_snapshot(engine.module, f"engine {CTX.engine} after initialize")
 
     def schedule(self, scen, st, res, ckpt):
+        if scen.get("engines"):
+            # several engines in one process (DeepSpeed-Chat's actor and critic), built in order;
+            # each item runs on the engine it names
+            st["all"] = []
+            for e, spec in enumerate(scen["engines"]):
+                one = dict(scen, modules=spec["modules"])
+                CTX.engine = e - 1
+                self.build_engine(one, st, res, fresh=True)
+                st["all"].append({"scen": one, "engine": st["engine"], "model": st["model"], "micro": 0})
+                st["model"] = None
+        self.run_items(scen, st, res, ckpt, scen["schedule"])
+        st["where"].update(call="done")
+
+    def select_engine(self, st, e):
+        if not st.get("all"):
+            return
+        if st.get("current") is not None:
+            cur = st["all"][st["current"]]
+            cur["micro"] = st["engine_micro"]
+        st["current"] = e
+        sel = st["all"][e]
+        st["engine"], st["model"], st["engine_micro"] = sel["engine"], sel["model"], sel["micro"]
+        CTX.engine = e  # CTX.step counts every engine's optimizer steps, as zfetch does
+
+    def run_items(self, scen, st, res, ckpt, items):
+        if st.get("engine") is None and not st.get("all"):
+            self.build_engine(scen, st, res, fresh=True)
+        for item in items:
+            self.select_engine(st, int(item.get("engine", 0)))
+            one = st["all"][int(item.get("engine", 0))]["scen"] if st.get("all") else scen
+            if item["op"] == "gathered":
+                params = dict(st["model"].named_parameters(remove_duplicate=False))
+                chosen = [params[c] for c in item["params"]]
+                st["where"].update(call="gathered")
+                with self.ds.zero.GatheredParameters(chosen, modifier_rank=item.get("modifier_rank")):
+                    self.run_items(scen, st, res, ckpt, item["body"])
+                    self.select_engine(st, int(item.get("engine", 0)))
+                    st["where"].update(call="gathered")
+                continue
+            self.run_item(one, st, res, ckpt, item)
+
+    def run_item(self, scen, st, res, ckpt, item):
         gas = int(scen["gradient_accumulation_steps"])
         irg = bool(scen["input_requires_grad"])
         where = st["where"]
-        self.build_engine(scen, st, res, fresh=True)
-        for item in scen["schedule"]:
-            op = item["op"]
-            engine = st["engine"]
-            if op == "train":
-                for _ in range(int(item["steps"])):
-                    for _ in range(gas):
-                        where.update(engine=CTX.engine, micro_step=int(engine.micro_steps), call="forward")
-                        CTX.eval = False
-                        CTX.micro = st["engine_micro"] % gas
-                        if not engine.module.training:
-                            engine.train()
-                        loss = None
-                        # several root forwards before the one backward (`forwards`): the loss
-                        # differentiates what the grad ones computed
-                        for k, mode in enumerate(item.get("forwards", ["grad"])):
-                            CTX.forward = k
-                            CTX.eval = mode == "eval"
-                            x = make_input(scen, self.rank, 10 * CTX.engine + st["engine_micro"],
-                                           irg and mode == "grad")
-                            if mode == "grad":
-                                out = engine(x)
-                                term = loss_of(out)
-                                loss = term if loss is None else loss + term
-                            else:
-                                if mode == "eval":
-                                    engine.eval()
-                                with torch.no_grad():
-                                    engine(x)
-                                if mode == "eval":
-                                    engine.train()
-                        CTX.forward = 0
-                        CTX.eval = False
-                        where.update(call="backward")
-                        engine.backward(loss)
-                        where.update(call="step")
-                        boundary = (st["engine_micro"] + 1) % gas == 0
-                        engine.step()
-                        st["engine_micro"] += 1
-                        if boundary:
-                            CTX.step += 1
-                        self.zr.residency_snapshot(engine.module, f"after micro-step {st['engine_micro']}")
-            elif op == "eval":
-                engine.eval()
-                CTX.eval = True
-                for k in range(int(item["passes"])):
+        op = item["op"]
+        engine = st["engine"]
+        if op == "generate":
+            self.generate(scen, st, item)
+        elif op == "train":
+            for _ in range(int(item["steps"])):
+                for _ in range(gas):
                     where.update(engine=CTX.engine, micro_step=int(engine.micro_steps), call="forward")
+                    CTX.eval = False
                     CTX.micro = st["engine_micro"] % gas
-                    x = make_input(scen, self.rank, 500 + k, False)
-                    with torch.no_grad():
-                        engine(x)
-                CTX.eval = False
-                engine.train()
-            elif op == "generate":
-                self.generate(scen, st, item)
-            elif op == "save_checkpoint":
-                where.update(micro_step=int(engine.micro_steps), call="save_checkpoint")
-                engine.save_checkpoint(ckpt, tag=item["tag"])
-                self.zr.residency_snapshot(engine.module, "after save_checkpoint")
-            elif op == "load_checkpoint":
-                where.update(micro_step=int(engine.micro_steps), call="load_checkpoint")
-                path, _ = engine.load_checkpoint(ckpt, tag=item["tag"])
-                if path is None:
-                    res["warnings"].append(f"load_checkpoint({item['tag']!r}) found nothing")
-                self.zr.residency_snapshot(engine.module, "after load_checkpoint")
-            elif op == "restart":
-                where.update(micro_step=None, call="restart")
-                st["engine"] = None
-                engine.destroy()
-                del engine
-                gc.collect()
-                self.build_engine(scen, st, res, fresh=not item["reuse_model"])
-            elif op == "empty_partition_cache":
-                where.update(micro_step=int(engine.micro_steps), call="empty_partition_cache")
-                engine.empty_partition_cache()
-            else:
-                raise ValueError(f"unknown schedule item {op!r}")
-        where.update(call="done")
+                    if not engine.module.training:
+                        engine.train()
+                    loss = None
+                    # several root forwards before the one backward (`forwards`): the loss
+                    # differentiates what the grad ones computed
+                    for k, mode in enumerate(item.get("forwards", ["grad"])):
+                        CTX.forward = k
+                        CTX.eval = mode == "eval"
+                        x = make_input(scen, self.rank, 10 * CTX.engine + st["engine_micro"],
+                                       irg and mode == "grad")
+                        if mode == "grad":
+                            out = engine(x)
+                            term = loss_of(out)
+                            loss = term if loss is None else loss + term
+                        else:
+                            if mode == "eval":
+                                engine.eval()
+                            with torch.no_grad():
+                                engine(x)
+                            if mode == "eval":
+                                engine.train()
+                    CTX.forward = 0
+                    CTX.eval = False
+                    where.update(call="backward")
+                    engine.backward(loss)
+                    where.update(call="step")
+                    boundary = (st["engine_micro"] + 1) % gas == 0
+                    engine.step()
+                    st["engine_micro"] += 1
+                    if boundary:
+                        CTX.step += 1
+                    self.zr.residency_snapshot(engine.module, f"after micro-step {st['engine_micro']}")
+        elif op == "eval":
+            engine.eval()
+            CTX.eval = True
+            for k in range(int(item["passes"])):
+                where.update(engine=CTX.engine, micro_step=int(engine.micro_steps), call="forward")
+                CTX.micro = st["engine_micro"] % gas
+                x = make_input(scen, self.rank, 500 + k, False)
+                with torch.no_grad():
+                    engine(x)
+            CTX.eval = False
+            engine.train()
+        elif op == "save_checkpoint":
+            where.update(micro_step=int(engine.micro_steps), call="save_checkpoint")
+            engine.save_checkpoint(ckpt, tag=item["tag"])
+            self.zr.residency_snapshot(engine.module, "after save_checkpoint")
+        elif op == "load_checkpoint":
+            where.update(micro_step=int(engine.micro_steps), call="load_checkpoint")
+            path, _ = engine.load_checkpoint(ckpt, tag=item["tag"])
+            if path is None:
+                res["warnings"].append(f"load_checkpoint({item['tag']!r}) found nothing")
+            self.zr.residency_snapshot(engine.module, "after load_checkpoint")
+        elif op == "restart":
+            where.update(micro_step=None, call="restart")
+            st["engine"] = None
+            engine.destroy()
+            del engine
+            gc.collect()
+            self.build_engine(scen, st, res, fresh=not item["reuse_model"])
+        elif op == "empty_partition_cache":
+            where.update(micro_step=int(engine.micro_steps), call="empty_partition_cache")
+            engine.empty_partition_cache()
+        else:
+            raise ValueError(f"unknown schedule item {op!r}")
 
 
     def generate(self, scen, st, item):
@@ -663,6 +725,7 @@ class Runner:
                 objs[item["encoder"]](make_input(scen, self.rank, 700, False))
             for k in range(int(item["tokens"])):
                 CTX.forward = k
+                CTX.micro = st["engine_micro"] % int(scen["gradient_accumulation_steps"])
                 target(make_input(scen, self.rank, 700 + k, False))
         CTX.forward, CTX.eval, CTX.generating = 0, False, False
         model.train()

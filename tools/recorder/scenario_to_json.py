@@ -377,6 +377,11 @@ def convert_ops(raw_ops, modules, mi, params_by_name, features):
                 source = _descend(modules, mi, str(raw["input_from"]))
                 op["input_from"] = modules[source]["qualified"]
                 features.add("call-input")
+            if raw.get("hooks", "all") != "all":
+                if raw["hooks"] not in ("none", "own"):
+                    raise ScenarioError(f"unknown call hooks {raw['hooks']!r}")
+                op["hooks"] = str(raw["hooks"])  # none: child.forward(x); own: no hook below
+                features.add("call-hooks")
         elif "access" in raw or "returns" in raw:
             kind = "access" if "access" in raw else "returns"
             path = str(raw[kind])
@@ -400,6 +405,11 @@ def convert_ops(raw_ops, modules, mi, params_by_name, features):
             op = {"op": "repeat", "count": int(raw["repeat"]),
                   "body": convert_ops(raw.get("body"), modules, mi, params_by_name, features)}
             features.add("repeat")
+        elif "gathered" in raw:
+            op = {"op": "gathered", "params": gathered_params(raw["gathered"], modules, mi, params_by_name),
+                  "modifier_rank": raw.get("modifier_rank"),
+                  "body": convert_ops(raw.get("body"), modules, mi, params_by_name, features)}
+            features.add("gathered")
         else:
             raise ScenarioError(f"unknown operation {sorted(raw)}")
         w = _when(raw.get("when"))
@@ -410,7 +420,30 @@ def convert_ops(raw_ops, modules, mi, params_by_name, features):
     return out
 
 
-def convert_schedule(raw):
+def gathered_params(paths, modules, mi, params_by_name):
+    """The canonical names of a `gathered` block's params: each path a param, or a module (its
+    parameters(), "" the whole model), relative to module `mi` or from the root with a leading `/`."""
+    prefix = modules[mi]["qualified"]
+    out = []
+    for path in paths:
+        path = str(path)
+        tail = path[1:] if path.startswith("/") else path
+        name = tail if path.startswith("/") or not prefix else (f"{prefix}.{tail}" if tail else prefix)
+        if name in params_by_name:
+            out.append(params_by_name[name]["canonical"])
+            continue
+        found = [m for m in modules if m["qualified"] == name]
+        if not found:
+            raise ScenarioError(f"'{path}' names no parameter or module")
+        below = name + "." if name else ""
+        for m in modules:
+            if m["qualified"] == name or m["qualified"].startswith(below):
+                out.extend(p["canonical"] for p in m["params"])
+    return out
+
+
+def convert_schedule(raw, engines=None):
+    """`engines`: per engine name, (index, modules, params_by_name); None with one engine."""
     if not isinstance(raw, list) or not raw:
         raise ScenarioError("the schedule is empty or not a list")
     out = []
@@ -431,10 +464,13 @@ def convert_schedule(raw):
                 steps = int(value)
             out.append({"op": "train", "steps": steps, "overflow": overflow, "forwards": forwards})
         elif kind == "generate":
-            g = value if isinstance(value, dict) else {"tokens": 1 if value is None else int(value)}
-            out.append({"op": "generate", "tokens": int(g.get("tokens", 1)), "encoder": g.get("encoder"),
-                        "training": bool(g.get("training", False)), "model": g.get("model"),
-                        "unwrap": g.get("unwrap")})
+            spec = value if isinstance(value, dict) else {"tokens": 1 if value is None else int(value)}
+            out.append({"op": "generate", "tokens": int(spec.get("tokens", 1)), "encoder": spec.get("encoder"),
+                        "training": bool(spec.get("training", False)), "model": spec.get("model"),
+                        "unwrap": spec.get("unwrap")})
+        elif kind == "gathered":
+            out.append({"op": "gathered", "modifier_rank": value.get("modifier_rank"),
+                        "params_raw": list(value["params"]), "body": convert_schedule(value["do"], engines)})
         elif kind == "eval":
             passes = 1
             if isinstance(value, dict):
@@ -451,7 +487,16 @@ def convert_schedule(raw):
             out.append({"op": "empty_partition_cache"})
         else:
             raise ScenarioError(f"unknown schedule action '{kind}'")
+        name = value.get("engine") if isinstance(value, dict) else None
+        out[-1]["engine"] = engines[str(name)][0] if engines and name is not None else 0
+        if out[-1]["op"] == "gathered":
+            _, modules, params_by_name = engines[str(name)] if engines else (0, None, None)
+            out[-1]["params"] = gathered_params(out[-1].pop("params_raw"), modules or SINGLE[0], 0,
+                                                params_by_name or SINGLE[1])
     return out
+
+
+SINGLE = [None, None]  # the one model's modules and params, while a scenario of one engine converts
 
 
 # ----------------------------------------------------------------------------------------------
@@ -515,35 +560,53 @@ def convert(path, repo_root):
     cfg = resolve_ds_config(raw_cfg, notes)
     zero = cfg["zero_optimization"]
     zenflow = bool(doc.get("zenflow", False)) or "zenflow" in zero
-    if "model" not in doc:
-        raise ScenarioError("no 'model'")
-    roots = expand_templates(doc["model"], doc.get("templates") or {})
-    if len(roots) != 1:
-        raise ScenarioError("the model is one module")
-    modules = flatten_modules(roots[0])
-    params_by_name = resolve_params(modules)
-    resolve_leaves(modules, zero)
     features = set()
-    for m in modules:
-        m["forward"] = convert_ops(m.pop("forward_raw"), modules, m["index"], params_by_name, features)
-        if m["leaf"]:
-            features.add("leaf")
-        if m["outputs"] != 1:
-            features.add("outputs")
-        if any(p["tied_to"] for p in m["params"]):
-            features.add("tied")
+
+    def read_model(raw_model):
+        roots = expand_templates(raw_model, doc.get("templates") or {})
+        if len(roots) != 1:
+            raise ScenarioError("the model is one module")
+        modules = flatten_modules(roots[0])
+        params_by_name = resolve_params(modules)
+        resolve_leaves(modules, zero)
+        for m in modules:
+            m["forward"] = convert_ops(m.pop("forward_raw"), modules, m["index"], params_by_name, features)
+            if m["leaf"]:
+                features.add("leaf")
+            if m["outputs"] != 1:
+                features.add("outputs")
+            if any(p["tied_to"] for p in m["params"]):
+                features.add("tied")
+        return modules, params_by_name
+
+    engines, by_name = [], None
+    if "engines" in doc:
+        # several engines in one process: each its own model, built in this order
+        by_name = {}
+        for k, (name, spec) in enumerate(doc["engines"].items()):
+            modules, params_by_name = read_model(spec["model"])
+            engines.append({"name": str(name), "modules": modules})
+            by_name[str(name)] = (k, modules, params_by_name)
+        modules = engines[0]["modules"]
+        features.add("engines")
+    elif "model" not in doc:
+        raise ScenarioError("no 'model'")
+    else:
+        modules, params_by_name = read_model(doc["model"])
+        SINGLE[:] = [modules, params_by_name]
     if int(_intlike(zero_value(zero, "stage3_module_granularity_threshold", 0)) or 0) > 0:
         # DeepSpeed picks these leaves itself at run time; `hooked`/`leaf` here do not include them
         features.add("granularity-threshold")
         notes.append("stage3_module_granularity_threshold: the leaves it makes are not in `hooked`/`leaf`")
-    schedule = convert_schedule(doc.get("schedule"))
+    schedule = convert_schedule(doc.get("schedule"), by_name)
     features.update(item["op"] for item in schedule)
     gas = int(cfg.get("gradient_accumulation_steps", 1))
     rel = os.path.relpath(os.path.abspath(path), repo_root)
     key = re.sub(r"\.(ya?ml|json)$", "", rel)
     key = re.sub(r"^scenarios/", "", key).replace("/", "__")
     skip = skip_reasons(doc, cfg, zenflow, schedule, modules)
-    total_numel = sum(p["numel"] for m in modules for p in m["params"] if p["tied_to"] is None)
+    every_module = [m for e in engines for m in e["modules"]] if engines else modules
+    total_numel = sum(p["numel"] for m in every_module for p in m["params"] if p["tied_to"] is None)
     limit = DEFAULT_TIME_LIMIT_S if total_numel < 10**7 else 4 * DEFAULT_TIME_LIMIT_S
     return {
         "format": "zfetch-runner-scenario",
@@ -560,6 +623,7 @@ def convert(path, repo_root):
         "micro_batch": int(cfg.get("train_micro_batch_size_per_gpu", 1)),
         "ds_config": cfg,
         "modules": modules,
+        "engines": engines,
         "schedule": schedule,
         "expect": doc.get("expect") or {},
         "features": sorted(features),

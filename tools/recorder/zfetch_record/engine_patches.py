@@ -58,6 +58,8 @@ def patch(ds):
         R.engine_obj = None
         orig_e_init(self, *a, **kw)
         R.engine_obj = weakref.ref(self)
+        R.engines.append(R.engine_obj)
+        R.active = R.engine
         emit("engine_init", phase="none")
         guard(init_note, self)
         notify("engine_ready", self)
@@ -94,6 +96,9 @@ def patch(ds):
     orig_e_step = E.step
 
     def e_step(self, *a, **kw):
+        owner = getattr(self.module, "_zfetch_engine", None)
+        if owner is not None:
+            R.active = owner
         boundary = self.is_gradient_accumulation_boundary()
         R.ctx.append({"phase": "optimizer" if boundary else None})
         try:

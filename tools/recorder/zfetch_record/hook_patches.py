@@ -50,14 +50,30 @@ def patch(ds):
     orig_dzo_init = DZO.__init__
 
     def name_objects(module):
-        # names relative to the engine's root, taken before conversion (objects stay the same)
+        # names relative to the engine's root, taken before conversion (objects stay the same),
+        # and the engine that owns them (several engines may live in one process)
         for n, m in module.named_modules():
             m.__dict__["_zfetch_name"] = n
+            m.__dict__["_zfetch_engine"] = R.engine
         for n, p in module.named_parameters():
             p._zfetch_name = n
+            p._zfetch_engine = R.engine
 
     def dzo_init(self, module, *a, **kw):
         guard(name_objects, module)
+        self.__dict__["_zfetch_engine"] = R.engine
         return orig_dzo_init(self, module, *a, **kw)
 
     DZO.__init__ = dzo_init
+
+    orig_get_coordinator = DZO.get_param_coordinator
+
+    def get_param_coordinator(self, *a, **kw):
+        # every use of an engine's coordinator goes through here: events without a module or param
+        # (pass_start, trace_complete, ...) belong to this engine
+        owner = self.__dict__.get("_zfetch_engine")
+        if owner is not None:
+            R.active = owner
+        return orig_get_coordinator(self, *a, **kw)
+
+    DZO.get_param_coordinator = get_param_coordinator

@@ -31,6 +31,10 @@ class _Recorder:
         self.engine = -1
         self.step = 0
         self.engine_obj = None
+        # several live engines in one process (DeepSpeed-Chat's actor and critic): each event is
+        # stamped with the engine that owns its module or param, else with the one that ran last
+        self.engines = []  # weak references, in build order (index = engine number)
+        self.active = None
         self.policy = "resident-skip"
         self.errors = []  # recorder-side failures (never raised into DeepSpeed)
         self.busy = False  # re-entrancy guard: the recorder's own attribute reads are not events
@@ -78,9 +82,22 @@ def _engine():
     return R.engine_obj() if R.engine_obj is not None else None
 
 
-def _micro_step():
+def _micro_step(index=None):
     eng = _engine()
+    if index is not None and 0 <= index < len(R.engines) and R.engines[index]() is not None:
+        eng = R.engines[index]()
     return int(getattr(eng, "micro_steps", 0)) if eng is not None else 0
+
+
+def _event_engine(module, param):
+    """The engine an event belongs to: its module's or param's owner (tagged at engine
+    construction), else the engine whose coordinator or step ran last, else the latest built."""
+    for obj in (module, param):
+        owner = getattr(obj, "_zfetch_engine", None) if obj is not None else None
+        if owner is not None:
+            R.active = owner
+            return owner
+    return R.active if R.active is not None else R.engine
 
 
 def pass_context(training):
@@ -110,9 +127,10 @@ def _emit(kind, module=None, param=None, trace_step=None, status=None, numel=Non
     ev["seq"] = R.seq
     ev["t_ns"] = 0
     ev["rank"] = R.rank
-    ev["engine"] = max(R.engine, 0)
+    engine = _event_engine(module, param)
+    ev["engine"] = max(engine, 0)
     ev["step"] = R.step
-    ev["micro_step"] = _micro_step()
+    ev["micro_step"] = _micro_step(engine if len(R.engines) > 1 else None)
     ev["phase"] = phase or _phase()
     ev["kind"] = kind
     if trace_step is not None and trace_step >= 0:
@@ -191,6 +209,8 @@ def open_trace(path, scenario, world_size, discovery, notes_path=None, live_memo
     R.notes = open(notes_path, "w") if notes_path else None
     R.seq = 0
     R.engine = -1
+    R.engines = []
+    R.active = None
     R.step = 0
     R.ctx = []
     R.group = 0

@@ -11,6 +11,8 @@ exactly the ops that pass ran, in its order."""
 # micro_step first (a layer skipped in some micro-steps), then the phase (an eval-only branch), the
 # engine (a forward that changed after a restart), and the optimizer step last (its lists are long).
 FIELDS = ("micro_step", "phase", "engine", "step")
+# The condition's key of each field (the micro-step within the accumulation window has its own name).
+CONDITION_KEYS = {"micro_step": "window_micro_step"}
 
 
 def separating_field(variants):
@@ -74,5 +76,5 @@ def merged_program(variants):
             condition = values[0]
         else:
             condition = values
-        program.append(dict(op, when={field: condition}))
+        program.append(dict(op, when={CONDITION_KEYS.get(field, field): condition}))
     return program
