@@ -262,6 +262,14 @@ void Coordinator::gather(std::span<const ParamIndex> ps, EventKind kind, ModuleI
   // NoGatherHandle sets the data at once). A coalesced gather fills the data at its wait.
   const bool shaped_at_launch =
       ps.size() == 1 || config_.allgather_sequential || scenario_.world_size == 1;
+  // A param partitioned while its registry entry stayed (waited through another param's handle,
+  // then partitioned by a GatheredParameters exit) is refused when the gather registers it again.
+  ParamIndex registered = model::kNone;
+  for (ParamIndex p : ps) {
+    if (registered == model::kNone && in_registry(p)) {
+      registered = p;
+    }
+  }
   for (ParamIndex p : ps) {
     params_.inflight_shaped[p] = static_cast<uint8_t>(shaped_at_launch);
     if (nvme_ && params_.swapped_in[p]) {
@@ -289,6 +297,27 @@ void Coordinator::gather(std::span<const ParamIndex> ps, EventKind kind, ModuleI
     collectives_.add(CollectiveKind::Gather, std::move(ids), emitter_.context, step_id_,
                      std::move(modules));
   }
+  if (registered != model::kNone) {
+    // InflightParamRegistry.__setitem__'s RuntimeError (3.4 #10), after the gather launched.
+    raise(OutcomeKind::InflightParams,
+          fmt::format("{} already in registry", ds_summary(scenario_, params_, registered, false)),
+          fmt::format("{} was gathered again while the coordinator's in-flight registry still "
+                      "held it: an earlier coalesced gather registered it, another param's "
+                      "fetch waited that gather's handle (which made it AVAILABLE without "
+                      "removing its entry), and it was partitioned before its own fetch popped "
+                      "the entry (a GatheredParameters block's exit partitions the params it "
+                      "lists; semantics 11.2). Keep the block from listing params that the "
+                      "coordinator prefetches, or give them their own gather (a smaller "
+                      "stage3_prefetch_bucket_size).",
+                      scenario_.params[registered].qualified_name),
+          for_module);
+  }
+}
+
+bool Coordinator::in_registry(ParamIndex p) const {
+  // Another engine's coordinator's group is in that coordinator's registry, not this one's.
+  const int64_t group = params_.inflight_group[p];
+  return group >= 0 && std::binary_search(group_ids_.begin(), group_ids_.end(), group);
 }
 
 void Coordinator::wait(ParamIndex p, bool emit_event) {

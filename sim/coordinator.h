@@ -77,6 +77,8 @@ class Coordinator {
   void partition(ParamIndex p, trace::EventKind kind, PartitionCause cause);
   void release_param(ParamIndex p);
   void clean_inflight_registry();
+  /// Whether this coordinator's in-flight registry holds p (gathered, its entry not popped).
+  bool in_registry(ParamIndex p) const;
   void invalidate(std::string warning);
   /// The step of each occurrence as record_parameters pops it (3.2): the steps are queued by
   /// the ds_id at record time and popped by the ds_id now, so after the module ids were
