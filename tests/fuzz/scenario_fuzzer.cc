@@ -68,6 +68,10 @@ int64_t ops_work(const Scenario& s, const std::vector<Op>& ops, std::vector<int6
     case Op::Kind::Repeat:
       w = saturating_mul(op.count < 1 ? 1 : op.count, ops_work(s, op.body, memo));
       break;
+    case Op::Kind::Gathered:  // the block's gather and partition of its params, then the body
+      w = saturating_add(static_cast<int64_t>(2 * op.gathered.params.size()),
+                         ops_work(s, op.body, memo));
+      break;
     case Op::Kind::Access:
     case Op::Kind::Return:
       break;
