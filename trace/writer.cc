@@ -18,6 +18,7 @@ namespace {
 // colon and comma), 11 integers of at most 20 digits, two padded names (kPaddedName) and the
 // status, braces, newline.
 constexpr size_t kFixedLineBound = 17 * 16 + 11 * 20 + 3 * 32 + 8;
+constexpr size_t kFirstCapacity = size_t{64} << 10;
 
 constexpr char kDigitPairs[] =
     "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
@@ -122,7 +123,9 @@ char* write_padded(const PaddedName& name, char* out) {
 }  // namespace
 
 TraceWriter::TraceWriter(std::FILE* out, const TraceHeader& header) : out_(out) {
-  buffer_.reserve(kChunkBytes + kFixedLineBound);
+  std::setvbuf(out_, nullptr, _IONBF, 0);
+  // A short trace (a test, a fuzz input) never needs the whole chunk; the buffer grows to it.
+  buffer_.reserve(kFirstCapacity);
   const size_t bound = 128 + max_escaped_size(header.scenario) + max_escaped_size(header.discovery);
   buffer_.resize(bound);
   char* p = buffer_.data();
@@ -139,13 +142,13 @@ TraceWriter::TraceWriter(std::FILE* out, const TraceHeader& header) : out_(out) 
 }
 
 TraceWriter::~TraceWriter() {
-  write_chunk();
+  write_all();
 }
 
 void TraceWriter::on_event(const Event& e) {
   const size_t start = buffer_.size();
-  // Resizing within the reserved capacity does not allocate; only a line with very long names
-  // can grow the buffer, and the capacity it reaches is kept.
+  // Resizing within the capacity does not allocate; the buffer grows until it holds a chunk and
+  // a line (more only for a line with very long names), and the capacity it reaches is kept.
   // The root is written `<root>`, as every output names it, whoever built the event.
   const std::string_view module = display_module_name(e.module);
   buffer_.resize(start + kFixedLineBound + max_escaped_size(module) + max_escaped_size(e.param));
@@ -206,23 +209,35 @@ void TraceWriter::on_event(const Event& e) {
   p = write_literal("}\n", p);
   buffer_.resize(static_cast<size_t>(p - buffer_.data()));
   if (buffer_.size() >= kChunkBytes) {
-    write_chunk();
+    write_chunks();
   }
 }
 
-void TraceWriter::write_chunk() {
-  if (buffer_.size() == 0) {
-    return;
+void TraceWriter::write_chunks() {
+  size_t written = 0;
+  while (buffer_.size() - written >= kChunkBytes) {
+    write(buffer_.data() + written, kChunkBytes);
+    written += kChunkBytes;
   }
-  if (ok_ && std::fwrite(buffer_.data(), 1, buffer_.size(), out_) != buffer_.size()) {
-    ok_ = false;
-  }
-  bytes_ += buffer_.size();
+  const size_t rest = buffer_.size() - written;
+  std::memmove(buffer_.data(), buffer_.data() + written, rest);
+  buffer_.resize(rest);
+}
+
+void TraceWriter::write_all() {
+  write(buffer_.data(), buffer_.size());
   buffer_.clear();
 }
 
+void TraceWriter::write(const char* data, size_t size) {
+  if (size != 0 && ok_ && std::fwrite(data, 1, size, out_) != size) {
+    ok_ = false;
+  }
+  bytes_ += size;
+}
+
 bool TraceWriter::flush() {
-  write_chunk();
+  write_all();
   if (ok_ && std::fflush(out_) != 0) {
     ok_ = false;
   }

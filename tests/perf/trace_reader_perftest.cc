@@ -2,7 +2,7 @@
 // (the reader streams, so RSS must not grow with the file). The file is mapped, as zfetch reads
 // a trace file; with `stream` as third argument it is read through an istream instead, as
 // zfetch reads a pipe. A fourth argument reads the file that many times and reports the
-// fastest read (the file is written once).
+// fastest read (the file is written once). With ZFETCH_KEEP set the file is kept.
 //
 //   trace_reader_perftest [EVENTS] [PATH] [mapped|stream] [READS]
 #include <algorithm>
@@ -78,7 +78,9 @@ int main(int argc, char** argv) {
       wall_seconds = read_wall_seconds;
     }
   }
-  std::remove(path.c_str());
+  if (std::getenv("ZFETCH_KEEP") == nullptr) {
+    std::remove(path.c_str());
+  }
   const std::string_view name = through_stream ? "reader_stream" : "trace_reader";
   const auto count = static_cast<double>(total);
   report(name, "events/s", count / seconds, "ev/s");
