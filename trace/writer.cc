@@ -2,6 +2,8 @@
 // because fmt::format_to with 17 arguments per event costs several times more (tools/bench).
 #include "trace/writer.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -115,6 +117,13 @@ std::array<PaddedName, kMaxNames> make_padded_names(std::span<const std::string_
 const auto kKindTable = make_padded_names(event_kind_names());
 const auto kPhaseTable = make_padded_names(phase_names());
 
+// Only a file's chunks need to reach it whole (a memory stream's buffer is its content).
+bool writes_regular_file(std::FILE* out) {
+  struct stat info {};
+  const int fd = ::fileno(out);
+  return fd >= 0 && ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
+}
+
 char* write_padded(const PaddedName& name, char* out) {
   std::memcpy(out, name.text, kPaddedName);
   return out + name.size;
@@ -123,7 +132,9 @@ char* write_padded(const PaddedName& name, char* out) {
 }  // namespace
 
 TraceWriter::TraceWriter(std::FILE* out, const TraceHeader& header) : out_(out) {
-  std::setvbuf(out_, nullptr, _IONBF, 0);
+  if (writes_regular_file(out_)) {
+    std::setvbuf(out_, nullptr, _IONBF, 0);
+  }
   // A short trace (a test, a fuzz input) never needs the whole chunk; the buffer grows to it.
   buffer_.reserve(kFirstCapacity);
   const size_t bound = 128 + max_escaped_size(header.scenario) + max_escaped_size(header.discovery);

@@ -22,8 +22,9 @@ class TraceWriter final : public EventSink {
   /// the file maps with one page-table entry instead of 512 (docs/diff.md "Speed").
   static constexpr size_t kChunkBytes = size_t{2} << 20;
 
-  /// Writes to `out` (not owned; the caller closes it), which it makes unbuffered: stdio would
-  /// fill its own buffer first and split every chunk. The header line is buffered at once.
+  /// Writes to `out` (not owned; the caller closes it). A regular file is made unbuffered:
+  /// stdio would fill its own buffer first and split every chunk. The header line is buffered
+  /// at once.
   TraceWriter(std::FILE* out, const TraceHeader& header);
   /// Flushes what is buffered; a write error there is lost, so call flush() to see it.
   ~TraceWriter() override;

@@ -3,6 +3,12 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
 #include "tests/trace/trace_test_util.h"
 
 namespace zfetch::trace {
@@ -70,6 +76,41 @@ TEST_SUITE("trace") {
     const std::string second = write_trace(sample_header(), events);
     CHECK(first.size() > 4 * TraceWriter::kChunkBytes);
     CHECK(first == second);
+  }
+
+  TEST_CASE("writer: a regular file gets the bytes a memory stream gets, chunk by chunk") {
+    // A regular file is written unbuffered in whole chunks, with what is left of each line
+    // carried into the next chunk; a name longer than two chunks makes one line span three.
+    std::vector<Event> events;
+    for (int round = 0; round < 3000; ++round) {
+      for (Event e : sample_events()) {
+        e.seq += static_cast<uint64_t>(round) * 1000;
+        events.push_back(e);
+      }
+    }
+    const std::string long_name(2 * TraceWriter::kChunkBytes + 7, 'm');
+    events[events.size() / 2].module = long_name;
+    const std::string expected = write_trace(sample_header(), events);
+    REQUIRE(expected.size() > 4 * TraceWriter::kChunkBytes);
+    const testing::TempFile file("");
+    std::FILE* out = std::fopen(file.path().c_str(), "wb");
+    REQUIRE(out != nullptr);
+    uint64_t bytes_written = 0;
+    {
+      TraceWriter writer(out, sample_header());
+      for (const Event& e : events) {
+        writer.on_event(e);
+      }
+      CHECK(writer.flush());
+      bytes_written = writer.bytes_written();
+    }
+    std::fclose(out);
+    std::ifstream in(file.path(), std::ios::binary);
+    const std::string written((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+    CHECK(bytes_written == expected.size());
+    CHECK(written.size() == expected.size());
+    CHECK(written == expected);
   }
 
   TEST_CASE("writer: a very long name grows the buffer and is written whole") {
