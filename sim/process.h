@@ -75,9 +75,9 @@ class Process {
 
  private:
   void run_schedule();
-  /// GatheredParameters.__enter__ / __exit__, in a forward or between passes.
-  void open_block(const model::GatheredBlock& block);
-  /// `module`: the module whose forward runs the block (kNone between passes).
+  /// GatheredParameters.__enter__ / __exit__, in a forward or between passes. `module`: the
+  /// module whose forward runs the block (kNone between passes), where an error is raised.
+  void open_block(const model::GatheredBlock& block, ModuleIndex module = model::kNone);
   void close_block(const model::GatheredBlock& block, ModuleIndex module = model::kNone);
   /// The block's params, canonical, without duplicates, in ds_id order (as __init__ sorts them).
   void block_params(const model::GatheredBlock& block, std::vector<ParamIndex>& out) const;

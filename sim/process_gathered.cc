@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "sim/ds_format.h"
 #include "sim/process.h"
 
 namespace zfetch::sim {
@@ -32,7 +33,7 @@ void Process::exit_gathered(const model::GatheredBlock& block) {
   close_block(block);
 }
 
-void Process::open_block(const model::GatheredBlock& block) {
+void Process::open_block(const model::GatheredBlock& block, ModuleIndex module) {
   std::vector<ParamIndex> params;
   block_params(block, params);
   std::vector<int64_t> overlapping;
@@ -48,7 +49,8 @@ void Process::open_block(const model::GatheredBlock& block) {
                       fmt::join(overlapping, ", ")),
           "A GatheredParameters block was opened on parameters that an enclosing block already "
           "gathered (GatheredParameters.__enter__ counts the blocks open on each parameter). "
-          "Gather each parameter in one block only.");
+          "Gather each parameter in one block only.",
+          module);
   }
   // __enter__: all_gather(param_list) gathers, synchronously, the params that are NOT_AVAILABLE;
   // available and in-flight ones are left as they are. Outside the coordinator: no trace event
@@ -94,9 +96,8 @@ void Process::close_block(const model::GatheredBlock& block, ModuleIndex module)
                   "can happen if: (1) submodules have not released the parameter, or (2) you "
                   "modified parameters inside a `GatheredParameters` context with "
                   "`modifier_rank=None`. For case (2), use `modifier_rank=<rank>` to broadcast "
-                  "updates consistently across ranks. param={{'id': {}, 'status': 'AVAILABLE', "
-                  "...}}",
-                  params_.ds_id[p]),
+                  "updates consistently across ranks. param={}",
+                  ds_summary(scenario_, params_, p, false)),
               fmt::format("The GatheredParameters block ends inside the forward of a module that "
                           "uses {}: the exit partitions every param of the block (free_param), "
                           "and refuses one that an active module still holds. Close the block "
@@ -119,7 +120,7 @@ void Process::close_block(const model::GatheredBlock& block, ModuleIndex module)
 }
 
 bool Process::run_gathered(ModuleIndex m, const model::Op& op, bool rg, const Scope& scope) {
-  open_block(op.gathered);
+  open_block(op.gathered, m);  // raised in m's forward
   rg = run_body(m, op.body, rg, scope);
   if (!graph_.stopping()) {
     close_block(op.gathered, m);  // raised in m's forward

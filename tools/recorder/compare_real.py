@@ -153,6 +153,11 @@ def normalise_message(message, bases):
     m, p = bases.get("module", 0), bases.get("param", 0)
     message = re.sub(r"module id: (\d+)", lambda x: f"module id: {int(x.group(1)) - m}", message)
     message = re.sub(r" id=(\d+)'", lambda x: f" id={int(x.group(1)) - p}'", message)
+    # a ds_summary() without the debug name, and GatheredParameters' list of ds_ids
+    message = re.sub(r"\{'id': (\d+), ", lambda x: f"{{'id': {int(x.group(1)) - p}, ", message)
+    message = re.sub(r"(already gathered by an outer context: )\[([\d, ]+)\]",
+                     lambda x: x.group(1) + "[" + ", ".join(
+                         str(int(v) - p) for v in x.group(2).split(", ")) + "]", message)
     return re.sub(r"'active_sub_modules': \{([\d, ]+)\}",
                   lambda x: "'active_sub_modules': {" + ", ".join(
                       str(int(v) - m) for v in x.group(1).split(", ")) + "}", message)
@@ -211,19 +216,38 @@ def real_outcome_class(res, real_events):
 
 
 def real_position(res, real_events):
-    for e in reversed(real_events):
+    for i in range(len(real_events) - 1, -1, -1):
+        e = real_events[i]
         if e["kind"] in ("mismatch", "error"):
             pos = {"engine": e["engine"], "micro_step": e["micro_step"], "phase": e["phase"]}
             if "trace_step" in e:
                 pos["trace_step"] = e["trace_step"]
+            fetch = fetch_raising(res, real_events[:i])
             if "module" in e:
                 pos["module"] = e["module"]
+            elif fetch is not None:
+                # raised in a module's pre-forward hook, before its forward runs: the runner's
+                # `where` names the caller; zfetch names the module whose fetch raised
+                pos["module"] = fetch["module"]
+                pos["trace_step"] = fetch["trace_step"]
             elif (res.get("where") or {}).get("module") is not None:
                 pos["module"] = root_named(res["where"]["module"])
             return pos
     w = res.get("where")
     if w:
         return {"engine": w.get("engine"), "micro_step": w.get("micro_step"), "phase": w.get("phase")}
+    return None
+
+
+def fetch_raising(res, events_before):
+    """The last fetch event before an error whose traceback runs through the coordinator's
+    fetch_sub_module (the error was raised in that fetch), or None."""
+    frames = re.findall(r"partitioned_param_coordinator\.py\", line \d+, in (\w+)", res.get("traceback") or "")
+    if "fetch_sub_module" not in frames:
+        return None
+    for e in reversed(events_before):
+        if e["kind"] == "fetch":
+            return e
     return None
 
 
