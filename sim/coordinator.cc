@@ -188,9 +188,7 @@ void Coordinator::steps_by_current_ids() {
 
 void Coordinator::invalidate_on_rehook() {
   if (mode_ != TraceMode::Invalid) {
-    // Noted with the root as both the module found and the one expected, which no trace check
-    // produces: the explanation tells a re-registration by it.
-    note_invalidation(0, 0);
+    note_invalidation(InvalidationCause::HooksRegisteredAgain, model::kNone, model::kNone);
     // No module caused it (the real trace names none).
     emitter_.emit(EventKind::TraceInvalidate, model::kNone, model::kNone, step_id_);
     invalidate({});
@@ -216,7 +214,7 @@ void Coordinator::prologue_and_record(ModuleIndex m) {
   if (mode_ == TraceMode::Complete) {
     const auto order_size = static_cast<int32_t>(submodule_order_.size());
     if (step_id_ >= order_size) {
-      note_invalidation(m, model::kNone);
+      note_invalidation(InvalidationCause::TraceTooShort, m, model::kNone);
       emitter_.emit(EventKind::TraceInvalidate, m, model::kNone, step_id_);
       invalidate(
           fmt::format("Invalidate trace cache @ step {} and module {}: cache has only {} "
@@ -224,7 +222,7 @@ void Coordinator::prologue_and_record(ModuleIndex m) {
                       step_id_, modules_.ds_id[m], order_size));
     } else if (submodule_order_[static_cast<size_t>(step_id_)].module != m) {
       const ModuleIndex expected = submodule_order_[static_cast<size_t>(step_id_)].module;
-      note_invalidation(m, expected);
+      note_invalidation(InvalidationCause::ModuleMismatch, m, expected);
       emitter_.emit(EventKind::TraceInvalidate, m, model::kNone, step_id_);
       invalidate(
           fmt::format("Invalidate trace cache @ step {}: expected module {}, but got "
@@ -240,11 +238,12 @@ void Coordinator::prologue_and_record(ModuleIndex m) {
   }
 }
 
-void Coordinator::note_invalidation(ModuleIndex found, ModuleIndex expected) {
+void Coordinator::note_invalidation(InvalidationCause cause, ModuleIndex found,
+                                    ModuleIndex expected) {
   if (history_.invalidations.size() < Outcome::kMaxInvalidationDetails) {
     const Context& at = emitter_.context;
     history_.invalidations.push_back(
-        {at.phase, at.rank, at.engine, at.step, at.micro_step, step_id_, found, expected,
+        {cause, at.phase, at.rank, at.engine, at.step, at.micro_step, step_id_, found, expected,
          static_cast<int32_t>(submodule_order_.size()), recorded_phase_});
   }
 }

@@ -84,7 +84,7 @@ class Coordinator {
   /// the ds_id at record time and popped by the ds_id now, so after the module ids were
   /// renumbered (hooks re-registered) an occurrence may pop another module's step, or none.
   void steps_by_current_ids();
-  void note_invalidation(ModuleIndex found, ModuleIndex expected);
+  void note_invalidation(InvalidationCause cause, ModuleIndex found, ModuleIndex expected);
   void queue_check(ModuleIndex m, std::span<const ParamIndex> list);
   void prefetch();
   [[nodiscard]] bool on_nvme(ParamIndex p) const;

@@ -85,8 +85,7 @@ std::string explain_invalidation(const model::Scenario& scenario, const Invalida
   std::string out = fmt::format(
       "- In the {} at engine {}, micro-step {} (rank {}), trace step {}: ", kPhaseWords[at.phase],
       at.engine, at.micro_step, at.rank, at.trace_step);
-  const std::string found = module_name(scenario, at.found);
-  if (at.found == 0 && at.expected == 0) {  // Coordinator::invalidate_on_rehook
+  if (at.cause == InvalidationCause::HooksRegisteredAgain) {  // no module found or expected
     out += fmt::format(
         "the ZeRO-3 hooks were registered on the model again (the end of "
         "unwrap_model_for_generation), and DeepSpeed (PR #8043) invalidates the trace, recorded "
@@ -95,11 +94,12 @@ std::string explain_invalidation(const model::Scenario& scenario, const Invalida
         kPhaseWords[at.recorded_phase], at.trace_length, at.trace_length == 1 ? "" : "s");
     return out;
   }
-  if (at.expected == model::kNone) {
+  const std::string found = module_name(scenario, at.found);
+  if (at.cause == InvalidationCause::TraceTooShort) {
     out += fmt::format(
         "'{}' ran, but the trace, recorded in the {}, has only {} module{}, so it expected none.\n",
         found, kPhaseWords[at.recorded_phase], at.trace_length, at.trace_length == 1 ? "" : "s");
-  } else {
+  } else {  // ModuleMismatch
     out += fmt::format("the trace, recorded in the {}, expected '{}' there, but '{}' ran.\n",
                        kPhaseWords[at.recorded_phase], module_name(scenario, at.expected), found);
   }

@@ -64,17 +64,25 @@ struct Hazard {
   int32_t micro_step = 0;
 };
 
-/// One trace invalidation (semantics 3.4 #1, #2): where the module order of a replay left the
-/// recorded one.
+/// Why the coordinator threw its trace away.
+enum class InvalidationCause : uint8_t {
+  ModuleMismatch,        ///< another module ran where the trace has `expected` (semantics 3.4 #1)
+  TraceTooShort,         ///< `found` ran past the trace's end (3.4 #2)
+  HooksRegisteredAgain,  ///< the hooks were registered on the model again (PR #8043); no module
+};
+
+/// One trace invalidation: where the module order of a replay left the recorded one, or where
+/// the hooks' re-registration dropped the trace.
 struct Invalidation {
+  InvalidationCause cause = InvalidationCause::ModuleMismatch;
   trace::Phase phase = trace::Phase::None;
   int32_t rank = 0;
   int32_t engine = 0;
   int32_t step = 0;
   int32_t micro_step = 0;
   int32_t trace_step = 0;
-  model::ModuleIndex found = model::kNone;     ///< the module whose forward ran
-  model::ModuleIndex expected = model::kNone;  ///< the trace's module there; none: trace shorter
+  model::ModuleIndex found = model::kNone;     ///< the module whose forward ran (none: rehook)
+  model::ModuleIndex expected = model::kNone;  ///< ModuleMismatch: the trace's module there
   int32_t trace_length = 0;                    ///< modules in the recorded trace
   trace::Phase recorded_phase = trace::Phase::None;  ///< the pass the trace was recorded in
 };
