@@ -49,7 +49,7 @@ int explain(const ExplainOptions& options) {
     std::fprintf(stderr,
                  "%s:1:1: error: no DeepSpeed ZeRO-3 fetch message found (a tracing error, "
                  "'Invalidate trace cache', 'still have inflight params', a parameter status "
-                 "assertion)\n",
+                 "assertion, an in-flight registry or GatheredParameters error)\n",
                  shown.c_str());
     return kExitBadInput;
   }

@@ -8,6 +8,8 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "base/enum_names.h"
 
@@ -282,12 +284,154 @@ void explain_partitioned_used(std::string& out, const DsMessage& message) {
          "(zfetch_record.record(residency_independent=True)).");
 }
 
-constexpr base::EnumNames<DsMessage::Kind::PartitionedUsed> kKindTitles(
+// An explanation as data: what happened, the params named, the cause classes that fit and the
+// checks that tell them apart, written by write_reasoning in the layout of the others.
+struct Reasoning {
+  std::vector<std::string> notes;
+  std::string params_title;  ///< empty: no params listed
+  std::vector<ParamSummary> params;
+  std::vector<std::string> causes;
+  std::vector<std::string> checks;
+};
+
+void write_reasoning(std::string& out, const Reasoning& reasoning) {
+  for (const std::string& text : reasoning.notes) {
+    note(out, text);
+  }
+  if (!reasoning.params_title.empty() && !reasoning.params.empty()) {
+    out += fmt::format("\n{}:\n", reasoning.params_title);
+    list_params(out, reasoning.params);
+  }
+  out += "\nCause classes that fit:\n";
+  for (const std::string& text : reasoning.causes) {
+    bullet(out, text);
+  }
+  out += "\nChecks that tell them apart:\n";
+  for (const std::string& text : reasoning.checks) {
+    bullet(out, text);
+  }
+}
+
+Reasoning registry_entry_left(const DsMessage& message) {
+  const std::string name =
+      message.expected.empty() ? "the parameter" : param_name(message.expected.front());
+  return {
+      {fmt::format("ZeRO-3's coordinator gathered {} while its in-flight registry still held an "
+                   "entry for it (InflightParamRegistry.__setitem__): an earlier gather "
+                   "registered it and nothing removed the entry.",
+                   name),
+       "Each gather of the coordinator (a module's fetch or a prefetch) registers every param it "
+       "starts, with the gather's handle; a module's fetch removes the entries of the params it "
+       "needs as it waits for them. A coalesced gather (several params, up to "
+       "stage3_prefetch_bucket_size) has one handle for all of them, so waiting for one param "
+       "makes the others AVAILABLE too, while their entries stay until their own modules fetch "
+       "them."},
+      "The parameter (its summary is taken after the new gather started)",
+      message.expected,
+      {fmt::format("A GatheredParameters block listing {} ended before the module that owns it "
+                   "ran: the prefetch had started it in one coalesced gather with a param that "
+                   "an earlier module waited for, the block's exit partitioned it (a partition "
+                   "leaves the registry alone), and the owner's fetch then gathered it again.",
+                   name),
+       "Anything else that partitions a prefetched param before its module runs (a manual "
+       "param.partition(), or another engine partitioning shared params)."},
+      {"Does a GatheredParameters block inside the forward list this param, around modules that "
+       "run before its owner?",
+       "Set stage3_prefetch_bucket_size to 0 (no prefetch), or small enough that the param gets "
+       "a gather of its own: the error then goes away if it is this family.",
+       "Fix: leave the params the coordinator prefetches out of the block, or close the block "
+       "only after their modules have run."}};
+}
+
+Reasoning partition_inflight() {
+  return {
+      {"ZeRO-3 was asked to partition a parameter that is being gathered (INFLIGHT): "
+       "_partition_param asserts that it is not. DeepSpeed's message starts with the param's "
+       "repr (its values, not its name)."},
+      "",
+      {},
+      {"A GatheredParameters block ends while a param it lists is in flight: the block was "
+       "opened inside the forward, the coordinator's prefetch started gathering that param for a "
+       "module after the block, and nothing waited for the gather before the block's exit "
+       "partitioned its list.",
+       "A manual param.partition() (or a partition of every param) while a prefetch is still "
+       "running."},
+      {"Does the traceback run through GatheredParameters.__exit__? Then it is a block.",
+       "Set stage3_prefetch_bucket_size to 0 (no prefetch): a block then finds its params "
+       "gathered by itself or released, never in flight.",
+       "Fix: close the block before the modules whose params the prefetch gathers run, or leave "
+       "those params out of it."}};
+}
+
+Reasoning steps_not_found(const DsMessage& message) {
+  return {
+      {message.in_trace_build
+           ? "ZeRO-3 could not build its parameter trace at the start of a forward "
+             "(record_parameters): a module looked up the steps recorded for its id, and none "
+             "were recorded under that id."
+           : "`pop from an empty deque` is any Python deque's IndexError. It is ZeRO-3's when "
+             "the traceback runs through the coordinator's record_parameters (the trace being "
+             "built at the start of a forward); this explanation is for that case.",
+       "The trace records, for each module id, the steps at which the module was fetched. "
+       "Module ids are given when the ZeRO-3 hooks are registered, and registering them again "
+       "renumbers every module (the id counter is never reset): the steps recorded under the old "
+       "ids are then looked up under the new ones."},
+      "",
+      {},
+      {"trl's unwrap_model_for_generation (GRPO, PPO, online DPO) with DeepSpeed before PR "
+       "#8043: the hooks are removed for generation and registered again while the trace is "
+       "being recorded (trl PR #4693 and DeepSpeed PR #8043 are the two fixes).",
+       "Other code that removes and registers the ZeRO-3 hooks again between the forwards of a "
+       "recorded trace."},
+      {"Does the run generate with unwrap_model_for_generation between training steps?",
+       "Fix: DeepSpeed with PR #8043 (the trace is invalidated when the hooks are registered "
+       "again, and recorded again under the new ids) or trl with PR #4693."}};
+}
+
+Reasoning gathered_overlap(const DsMessage& message) {
+  const bool one = message.ds_ids.size() == 1;
+  return {{fmt::format("A GatheredParameters block was opened on {} (ds_id{} {}) that an "
+                       "enclosing GatheredParameters block already holds: __enter__ counts the "
+                       "blocks open on each param and refuses a second.",
+                       one ? "a parameter" : "parameters", one ? "" : "s",
+                       fmt::join(message.ds_ids, ", "))},
+          "",
+          {},
+          {"Nested blocks whose lists share a param: an outer block over a module's parameters() "
+           "and an inner one over some of them (often in library code, such as a forward or an "
+           "init_weights that gathers, called inside the user's block)."},
+          {"Which blocks are open at the inner one? A ds_id is the param's index in the order "
+           "ZeRO-3 converted the params (named_parameters() order, counted on across models).",
+           "Fix: list each param in one block only, or drop the inner block."}};
+}
+
+Reasoning free_active(const DsMessage& message) {
+  return {{"ZeRO-3 was asked to free (partition) a parameter that a module still running uses: "
+           "free_param refuses a param whose active_sub_modules set is not empty."},
+          "The parameter",
+          message.expected,
+          {"A GatheredParameters block that ends inside the forward of a module that uses one of "
+           "its params: a block in a module's own forward over its own params, or a block in a "
+           "parent's forward that closes while the child runs. The exit partitions every param of "
+           "the block.",
+           "As DeepSpeed's text says: params modified inside a GatheredParameters block with "
+           "modifier_rank=None."},
+          {"Which module holds it (active_sub_modules)? Is the block inside that module's forward?",
+           "Fix: close the block outside the forward of the module that uses the param, or leave "
+           "its params out of the block (the module's own fetch gathers them anyway)."}};
+}
+
+constexpr base::EnumNames<DsMessage::Kind::FreeActive> kKindTitles(
     "fetch-queue mismatch (RuntimeError)",
     "trace invalidated: the pass is longer than the trace (warning)",
     "trace invalidated: another module at this step (warning)",
     "in-flight parameters at the end of a pass (RuntimeError)", "parameter status assertion",
-    "a partitioned parameter used as a tensor");
+    "a partitioned parameter used as a tensor",
+    "a param gathered again while the in-flight registry holds it (RuntimeError)",
+    "a param partitioned while in flight (AssertionError)",
+    "the trace's steps not found under the module ids (IndexError)",
+    "nested GatheredParameters blocks over one param (RuntimeError)",
+    "a param freed while a module uses it (RuntimeError)");
 
 }  // namespace
 
@@ -420,6 +564,21 @@ std::string explain_ds_messages(const std::vector<DsMessage>& messages) {
       break;
     case DsMessage::Kind::PartitionedUsed:
       explain_partitioned_used(out, message);
+      break;
+    case DsMessage::Kind::RegistryEntryLeft:
+      write_reasoning(out, registry_entry_left(message));
+      break;
+    case DsMessage::Kind::PartitionInflight:
+      write_reasoning(out, partition_inflight());
+      break;
+    case DsMessage::Kind::StepsNotFound:
+      write_reasoning(out, steps_not_found(message));
+      break;
+    case DsMessage::Kind::GatheredOverlap:
+      write_reasoning(out, gathered_overlap(message));
+      break;
+    case DsMessage::Kind::FreeActive:
+      write_reasoning(out, free_active(message));
       break;
     }
     named.insert(named.end(), message.expected.begin(), message.expected.end());

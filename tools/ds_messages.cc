@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <charconv>
 #include <regex>
+#include <string_view>
+#include <utility>
 
 namespace zfetch::tools {
 
@@ -109,6 +111,20 @@ std::string without_rank_prefixes(std::string_view text) {
   return std::regex_replace(std::string(text), prefix, "$1");
 }
 
+// Which kind a match of find_ds_messages' `starts` is, by a text it holds; the registry's first,
+// since its summary holds `'shape'`.
+constexpr std::pair<std::string_view, DsMessage::Kind> kKindOfMatch[] = {
+    {"already in registry", DsMessage::Kind::RegistryEntryLeft},
+    {"tracing error", DsMessage::Kind::TracingError},
+    {"Invalidate", DsMessage::Kind::ModuleMismatch},
+    {"still have", DsMessage::Kind::InflightParams},
+    {"is invalid for input of size 0", DsMessage::Kind::PartitionedUsed},
+    {"Cannot partition", DsMessage::Kind::PartitionInflight},
+    {"pop from", DsMessage::Kind::StepsNotFound},
+    {"Nested GatheredParameters", DsMessage::Kind::GatheredOverlap},
+    {"Cannot free", DsMessage::Kind::FreeActive},
+};
+
 std::vector<DsMessage> find_ds_messages(std::string_view raw) {
   const std::string unprefixed = without_rank_prefixes(raw);
   const std::string_view text(unprefixed);
@@ -120,21 +136,22 @@ std::vector<DsMessage> find_ds_messages(std::string_view raw) {
   static const std::regex starts(
       R"(tracing error at step -?\d+|Invalidate trace cache @ step|still have inflight params|)"
       R"(expect(?:ed)? param(?:\.ds_status ==| \{)|AssertionError: \{'id': |)"
-      R"(shape '\[[^\]]*\]' is invalid for input of size 0)");
+      R"(shape '\[[^\]]*\]' is invalid for input of size 0|)"
+      R"(\{'id': [^\n]*?\} already in registry|Cannot partition a param in flight|)"
+      R"(pop from an empty deque|Nested GatheredParameters contexts cannot overlap|)"
+      R"(Cannot free a ZeRO-3 parameter while it is still active)");
   std::vector<Start> found;
   for (auto it = std::cregex_iterator(text.data(), text.data() + text.size(), starts);
        it != std::cregex_iterator(); ++it) {
     const std::string match = it->str();
     const size_t offset = static_cast<size_t>(it->position());
+    // The first needle the match holds names its kind; none: a status assertion.
     DsMessage::Kind kind = DsMessage::Kind::NotAvailable;
-    if (match.starts_with("tracing error")) {
-      kind = DsMessage::Kind::TracingError;
-    } else if (match.starts_with("Invalidate")) {
-      kind = DsMessage::Kind::ModuleMismatch;
-    } else if (match.starts_with("still have")) {
-      kind = DsMessage::Kind::InflightParams;
-    } else if (match.starts_with("shape")) {
-      kind = DsMessage::Kind::PartitionedUsed;
+    for (const auto& [needle, needle_kind] : kKindOfMatch) {
+      if (match.find(needle) != std::string::npos) {
+        kind = needle_kind;
+        break;
+      }
     }
     found.push_back({offset, kind});
   }
@@ -188,7 +205,27 @@ std::vector<DsMessage> find_ds_messages(std::string_view raw) {
       break;
     case DsMessage::Kind::InflightParams:
     case DsMessage::Kind::NotAvailable:
+    case DsMessage::Kind::FreeActive:
       message.expected = parse_param_summaries(body);
+      break;
+    case DsMessage::Kind::RegistryEntryLeft:
+      // The one summary, up to `already in registry` (what follows is the next line's).
+      message.expected = parse_param_summaries(body.substr(0, body.find("} already in") + 1));
+      break;
+    case DsMessage::Kind::PartitionInflight:
+      break;  // the param's repr (before the text) prints its values, not its name or id
+    case DsMessage::Kind::StepsNotFound: {
+      // Python prints the traceback before the exception's line: the text since the previous
+      // message holds it.
+      const size_t since = i == 0 ? 0 : found[i - 1].offset;
+      message.in_trace_build =
+          text.substr(since, begin - since).find("in record_parameters") != std::string_view::npos;
+      break;
+    }
+    case DsMessage::Kind::GatheredOverlap:
+      if (std::regex_search(body, match, std::regex(R"(outer context: \[([^\]]*)\])"))) {
+        message.ds_ids = int_list(match[1]);
+      }
       break;
     case DsMessage::Kind::PartitionedUsed:
       if (std::regex_search(body, match, std::regex(R"(shape '(\[[^\]]*\])')"))) {

@@ -31,6 +31,11 @@ struct DsMessage {
     InflightParams,   ///< `still have inflight params [...]`
     NotAvailable,     ///< an assertion or error naming a parameter in the wrong status
     PartitionedUsed,  ///< `shape '[..]' is invalid for input of size 0`: a partitioned tensor used
+    RegistryEntryLeft,  ///< `<ds_summary> already in registry` (3.4 #10)
+    PartitionInflight,  ///< `<param repr> Cannot partition a param in flight` (11.2)
+    StepsNotFound,      ///< `IndexError: pop from an empty deque` building the trace (3.4 #7)
+    GatheredOverlap,    ///< `Nested GatheredParameters contexts cannot overlap parameters; ...`
+    FreeActive,  ///< `Cannot free a ZeRO-3 parameter while it is still active in submodules.`
   };
   Kind kind = Kind::TracingError;
   uint32_t line = 0;  ///< 1-based line of the input where it starts
@@ -42,7 +47,11 @@ struct DsMessage {
   std::vector<ParamSummary> expected;  ///< TracingError: needed; others: the params named
   std::vector<ParamSummary> got;       ///< TracingError: popped from the queue
   std::string shape;                   ///< PartitionedUsed: the shape the code asked for
-  std::string text;                    ///< the message's first line, as written
+  std::vector<int64_t> ds_ids;         ///< GatheredOverlap: the params already gathered
+  /// StepsNotFound: the traceback before it runs through the coordinator's record_parameters
+  /// (the message alone is any Python deque's).
+  bool in_trace_build = false;
+  std::string text;  ///< the message's first line, as written
 };
 
 /// Every message of `text`, in order. A message broken over lines (as DeepSpeed prints the
