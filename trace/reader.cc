@@ -99,7 +99,8 @@ struct TraceReader::State {
   size_t begin = 0;  // start of the unread bytes in `buffer` (stream) or the window (mapped)
   size_t end = 0;    // end of the bytes read so far (stream)
   // Mapped file: one past the window's last newline that kWriterFormPadding bytes follow; a
-  // line that starts before it can be parsed in place before its end is known.
+  // line that starts before it can be parsed in place before its end is known. 0 for a stream,
+  // and once the reader has failed.
   size_t parse_in_place_end = 0;
   bool eof = false;
   uint64_t line = 0;
@@ -144,6 +145,7 @@ struct TraceReader::State {
     }
     error = std::move(d);
     failed = true;
+    parse_in_place_end = 0;
     return false;
   }
 
@@ -659,7 +661,7 @@ const Event* TraceReader::next() {
   State& s = *state_;
   // Most events: a line of a mapped file in the writer's form, parsed where it lies. The rest
   // is out of line, so that this path saves no more registers than it uses.
-  const bool in_place = s.header_read && !s.failed && s.window && s.begin < s.parse_in_place_end;
+  const bool in_place = s.begin < s.parse_in_place_end;
   if (in_place && s.parse_in_place()) {
     return &s.event;
   }
