@@ -432,9 +432,16 @@ void measure_fixed_costs(std::uint32_t world, cudaStream_t setup, ReplayCosts& m
     g.depend(kCompute, issue_gather(g, b, host.get(), true, true));
   });
   m.h2d_tiny_bytes = static_cast<double>(smallest.front()->shard_bytes);
-  m.h2d_tiny_ns = chain(smallest, [&](Graph& g, const Bucket& b) {
-    g.depend(kCompute, issue_gather(g, b, host.get(), true, false));
-  });
+  // The copy alone, three times, each from a pinned buffer of its own (where a buffer lands
+  // could decide how long a copy from it takes: the spread says whether it does).
+  for (int r = 0; r < 3; ++r) {
+    PinnedBuffer own(4096);
+    std::memset(own.get(), 0x5a + r, own.size());
+    m.h2d_tiny_repeats_ns.push_back(chain(smallest, [&](Graph& g, const Bucket& b) {
+      g.depend(kCompute, issue_gather(g, b, own.get(), true, false));
+    }));
+  }
+  m.h2d_tiny_ns = median(m.h2d_tiny_repeats_ns);
   // A step mark (an event recorded off compute's chain) at the start of each round trip, added
   // after it as the replay adds its marks.
   m.marked_gather_ns = chain(smallest, [&](Graph& g, const Bucket& b) {
@@ -476,6 +483,74 @@ void measure_pipelined_h2d(std::uint32_t world, cudaStream_t setup, ReplayCosts&
   m.h2d_pipelined_bytes = static_cast<double>(rotation.front()->shard_bytes);
   m.h2d_pipelined_ns = pipelined(false);
   m.h2d_beside_gather_ns = pipelined(true);
+}
+
+// The smallest ops as a replay incurs them, measured by the replay itself: synthetic schedules
+// (steps of 8, 16, 32 and 64 sync gathers of one bucket shape, taken in turn from 4 buckets,
+// after a first step that is not used) run by run_replay, with its walk, lead-in, timing marks,
+// warm-up and median of 15 launches. A step's time over its gathers is a line: the slope is one
+// gather's cost, the intercept what a step adds. With offload each gather's shard is first copied
+// from pinned memory, as an offloaded replay does; the difference of the slopes is the copy's
+// cost in that pattern. Three repetitions, each with buckets and a pinned buffer of its own.
+void measure_pattern_costs(std::uint32_t world, ReplayCosts& m) {
+  constexpr int kRepetitions = 3;
+  constexpr int kRotation = 4;
+  constexpr std::array<int, 5> kGathers = {8, 8, 16, 32, 64};  // the first step is not used
+  const std::uint64_t unit = 8ULL * world;
+  ReplayConfig config;
+  config.spin_gap_ns = m.spin_gap_ns;
+  for (const std::uint64_t multiple : {1ULL, 8ULL, 64ULL}) {
+    ReplaySchedule s;
+    s.world_size = world;
+    for (int b = 0; b < kRotation * 4; ++b) {
+      s.params.push_back({multiple * unit, 2});
+    }
+    const std::int64_t full = static_cast<std::int64_t>(4 * multiple * unit * 2);
+    for (std::size_t k = 0; k < kGathers.size(); ++k) {
+      ReplayOp step;
+      step.kind = ReplayOp::Kind::Step;
+      step.step = static_cast<std::int32_t>(k);
+      s.ops.push_back(step);
+      for (int i = 0; i < kGathers[k]; ++i) {
+        ReplayOp op;
+        op.kind = ReplayOp::Kind::Gather;
+        op.sync = true;
+        op.gather_kind = "getter";
+        const auto first = static_cast<std::uint32_t>(4 * (i % kRotation));
+        op.params = {first, first + 1, first + 2, first + 3};
+        op.full_bytes = full;
+        op.shard_bytes = full / static_cast<std::int64_t>(world);
+        s.ops.push_back(op);
+      }
+    }
+    ReplayCosts::PatternPoint p;
+    p.shard_bytes = static_cast<double>(full / world);
+    p.bytes = static_cast<double>(full);
+    for (int r = 0; r < kRepetitions; ++r) {
+      for (const bool offload : {false, true}) {
+        s.offload = offload;
+        const ReplayMeasurement run = run_replay(s, config);
+        std::vector<TimedPoint> pts;
+        for (std::size_t k = 1; k < kGathers.size(); ++k) {
+          pts.push_back({static_cast<double>(kGathers[k]), run.step_median_ns[k]});
+        }
+        // The line's slope in ns per gather (fit_alpha_bandwidth's "bandwidth" is gathers per ns).
+        const LinearFit f = fit_alpha_bandwidth(pts, 1.0);
+        const double per_gather = f.bandwidth_gbps > 0 ? 1.0 / f.bandwidth_gbps : 0.0;
+        (offload ? p.offloaded_ns : p.gather_ns).push_back(per_gather);
+        if (!offload) {
+          p.step_ns.push_back(f.alpha_ns);
+        }
+      }
+    }
+    m.pattern.push_back(p);
+  }
+  std::vector<double> copies;
+  const ReplayCosts::PatternPoint& smallest = m.pattern.front();
+  for (std::size_t r = 0; r < smallest.gather_ns.size(); ++r) {
+    copies.push_back(smallest.offloaded_ns[r] - smallest.gather_ns[r]);
+  }
+  m.pattern_small_copy_ns = std::max(0.0, median(copies));
 }
 
 }  // namespace
@@ -543,6 +618,7 @@ ReplayCosts measure_replay_costs(std::uint32_t world) {
   }
   measure_pipelined_h2d(world, setup, m);
   measure_fixed_costs(world, setup, m);
+  measure_pattern_costs(world, m);
   ZFETCH_CUDA_CHECK(cudaStreamDestroy(setup));
   return m;
 }

@@ -45,6 +45,23 @@ struct ReplayCosts {
   double h2d_gather_ns = 0;              ///< compute -> that h2d copy -> its gather -> compute
   double marked_gather_ns = 0;           ///< the smallest round trip with a step mark before it
   double smallest_gather_ns = 0;         ///< the smallest round trip alone (beside the above)
+  /// The old chain's h2d_tiny_ns measured again with a fresh pinned buffer each time (its spread).
+  std::vector<double> h2d_tiny_repeats_ns;
+  /// The smallest ops as a replay incurs them: synthetic schedules run by run_replay itself (its
+  /// walk, lead-in, marks and launches), steps of 8, 16, 32 and 64 sync gathers of one bucket
+  /// shape (4 bf16 params of a multiple of 8 * W elements); per gather, the slope of the step
+  /// time over the gathers, without and with each gather's shard copied from pinned memory first.
+  struct PatternPoint {
+    double shard_bytes = 0;            ///< one rank's shard: what an offloaded gather copies
+    double bytes = 0;                  ///< W * shard bytes, as the timeline costs the gather
+    std::vector<double> gather_ns;     ///< per gather, one value per repetition
+    std::vector<double> offloaded_ns;  ///< per copy + gather, one value per repetition
+    std::vector<double> step_ns;       ///< the plain fit's intercept, one value per repetition
+  };
+  std::vector<PatternPoint> pattern;  ///< shards of 64 B, 512 B and 4 KiB
+  /// What the copy adds to a gather in that pattern at the 64-byte shard, the median over the
+  /// repetitions of offloaded_ns - gather_ns: the calibration's h2d.small_copy.
+  double pattern_small_copy_ns = 0;
   /// Copies of one 16 MiB shard back to back on h2d, per copy: alone, and each followed by its
   /// bucket's gather on comm (a copy beside the previous gather, as a prefetching replay runs).
   double h2d_pipelined_bytes = 0;

@@ -253,18 +253,19 @@ int run_bench_replay(const BenchOptions& o) {
                           {"time_ns", c.h2d_ns[i]},
                           {"GBps", c.h2d_bytes[i] / c.h2d_ns[i]}});
   }
-  // The smallest copy, below the line's points: a tiny copy costs less than the line's alpha.
-  j["h2d"] = {
-      {"bandwidth_GBps", c.h2d_bw_gbps},
-      {"alpha_ns", c.h2d_alpha_ns},
-      {"points", h2d_points},
-      {"small_copy",
-       {{"bytes", static_cast<std::uint64_t>(c.h2d_tiny_bytes)}, {"time_ns", c.h2d_tiny_ns}}},
-      // Copies pipelined beside gathers, as a prefetching replay runs them: the simulator's copy
-      // bandwidth (docs/timeline.md).
-      {"beside_gather",
-       {{"bytes", static_cast<std::uint64_t>(c.h2d_pipelined_bytes)},
-        {"time_ns", c.h2d_beside_gather_ns}}}};
+  // The smallest copy, below the line's points: what the 64-byte shard's copy adds to its gather
+  // as a replay runs them (the pattern's slopes), not a chain of copies alone (docs/gpu.md).
+  j["h2d"] = {{"bandwidth_GBps", c.h2d_bw_gbps},
+              {"alpha_ns", c.h2d_alpha_ns},
+              {"points", h2d_points},
+              {"small_copy",
+               {{"bytes", static_cast<std::uint64_t>(c.h2d_tiny_bytes)},
+                {"time_ns", c.pattern_small_copy_ns}}},
+              // Copies pipelined beside gathers, as a prefetching replay runs them: the simulator's
+              // copy bandwidth (docs/timeline.md).
+              {"beside_gather",
+               {{"bytes", static_cast<std::uint64_t>(c.h2d_pipelined_bytes)},
+                {"time_ns", c.h2d_beside_gather_ns}}}};
   nlohmann::json tiny = nlohmann::json::array();
   for (const ReplayCosts::TinyGather& t : c.tiny_gathers) {
     tiny.push_back({{"params", t.params},
@@ -273,10 +274,20 @@ int run_bench_replay(const BenchOptions& o) {
                     {"bytes", static_cast<std::uint64_t>(t.bytes)},
                     {"time_ns", t.ns}});
   }
+  nlohmann::json pattern = nlohmann::json::array();
+  for (const ReplayCosts::PatternPoint& p : c.pattern) {
+    pattern.push_back({{"shard_bytes", static_cast<std::uint64_t>(p.shard_bytes)},
+                       {"bytes", static_cast<std::uint64_t>(p.bytes)},
+                       {"gather_ns", p.gather_ns},
+                       {"offloaded_ns", p.offloaded_ns},
+                       {"step_ns", p.step_ns}});
+  }
   j["replay"] = {{"spin_gap_ns", c.spin_gap_ns},
                  {"smallest_gather_ns", c.smallest_gather_ns},
                  {"gather_after_compute_ns", c.gather_after_compute_ns},
                  {"h2d_tiny_ns", c.h2d_tiny_ns},
+                 {"h2d_tiny_repeats_ns", c.h2d_tiny_repeats_ns},
+                 {"pattern", pattern},
                  {"h2d_gather_ns", c.h2d_gather_ns},
                  {"marked_gather_ns", c.marked_gather_ns},
                  {"h2d_pipelined_alone_ns", c.h2d_pipelined_ns},
@@ -290,10 +301,14 @@ int run_bench_replay(const BenchOptions& o) {
       "allgather.odd_points: the same for buckets of one fp32 param whose rank slices are not "
       "whole 16-byte vectors (the simulator charges a gather's odd params' share of the "
       "difference). reduce_scatter: not replayed (0). h2d: dependent pinned copies (compute -> "
-      "h2d -> compute) of 4 KiB to 64 MiB, alpha + bytes / bandwidth; h2d.beside_gather: 16 MiB "
-      "copies pipelined beside gathers, the rate the simulator charges. step.fixed_ns: what a "
-      "step's timing mark adds to a round trip. replay: the fixed costs of the smallest ops, "
-      "each the median per op of a chain of 1000.";
+      "h2d -> compute) of 4 KiB to 64 MiB, alpha + bytes / bandwidth; h2d.small_copy: what the "
+      "64-byte shard's copy adds to its gather in replay.pattern (the median of 3); "
+      "h2d.beside_gather: 16 MiB copies pipelined beside gathers, the rate the simulator "
+      "charges. step.fixed_ns: what a step's timing mark adds to a round trip. replay: the fixed "
+      "costs of the smallest ops, each the median per op of a chain of 1000; replay.pattern: "
+      "synthetic schedules run by the replay itself, steps of 8 to 64 sync gathers of one "
+      "bucket shape, without and with their shards' copies: per gather, the slope of step time "
+      "over gathers, 3 repetitions.";
   if (!o.out.empty() && !write_json(o.out, j)) {
     return kExitUsage;
   }
@@ -314,6 +329,20 @@ int run_bench_replay(const BenchOptions& o) {
       "%.0f ns; its shard's h2d copy %.0f ns, h2d + gather %.0f ns\n",
       c.smallest_gather_ns, c.gather_after_compute_ns, c.marked_gather_ns, c.h2d_tiny_ns,
       c.h2d_gather_ns);
+  std::printf("# the h2d copy's chain, 3 repetitions with buffers of their own:");
+  for (const double t : c.h2d_tiny_repeats_ns) {
+    std::printf(" %.0f", t);
+  }
+  std::printf(" ns\n# as the replay runs them (per gather; plain / offloaded / step intercept):\n");
+  for (const ReplayCosts::PatternPoint& p : c.pattern) {
+    std::printf("  shard %5.0f B:", p.shard_bytes);
+    for (std::size_t r = 0; r < p.gather_ns.size(); ++r) {
+      std::printf("  %.0f / %.0f / %.0f", p.gather_ns[r], p.offloaded_ns[r], p.step_ns[r]);
+    }
+    std::printf(" ns\n");
+  }
+  std::printf("# h2d.small_copy (the copy's share at the smallest shard, median) %.0f ns\n",
+              c.pattern_small_copy_ns);
   std::printf("# pipelined h2d copies of %.0f B: %.0f ns alone, %.0f ns beside gathers\n",
               c.h2d_pipelined_bytes, c.h2d_pipelined_ns, c.h2d_beside_gather_ns);
   for (const ReplayCosts::TinyGather& t : c.tiny_gathers) {
