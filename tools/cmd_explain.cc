@@ -48,8 +48,8 @@ int explain(const ExplainOptions& options) {
   if (messages.empty()) {
     std::fprintf(stderr,
                  "%s:1:1: error: no DeepSpeed ZeRO-3 fetch message found (a tracing error, "
-                 "'Invalidate trace cache', 'still have inflight params', a parameter status "
-                 "assertion, an in-flight registry or GatheredParameters error)\n",
+                 "'Invalidate trace cache', a parameter status, in-flight registry, "
+                 "GatheredParameters, gradient or checkpoint error)\n",
                  shown.c_str());
     return kExitBadInput;
   }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -343,7 +344,7 @@ Reasoning registry_entry_left(const DsMessage& message) {
        "only after their modules have run."}};
 }
 
-Reasoning partition_inflight() {
+Reasoning partition_inflight(const DsMessage& /*message*/) {
   return {
       {"ZeRO-3 was asked to partition a parameter that is being gathered (INFLIGHT): "
        "_partition_param asserts that it is not. DeepSpeed's message starts with the param's "
@@ -421,7 +422,176 @@ Reasoning free_active(const DsMessage& message) {
            "its params out of the block (the module's own fetch gathers them anyway)."}};
 }
 
-constexpr base::EnumNames<DsMessage::Kind::FreeActive> kKindTitles(
+Reasoning loss_without_grad(const DsMessage& /*message*/) {
+  return {
+      {"engine.backward refused the loss: DeepSpeed asserts that it is a one-element tensor with "
+       "a grad_fn before it calls loss.backward()."},
+      "",
+      {},
+      {"Nothing trainable was used with grad enabled, so the loss does not depend on any tensor "
+       "that requires grad: a reentrant checkpoint (use_reentrant=True) whose inputs do not "
+       "require grad returns an output without grad, for example a frozen embedding's output "
+       "into checkpointed LoRA layers.",
+       "The forward ran under torch.no_grad(), or every param it used is frozen.",
+       "The loss is not one element (a per-sample loss that was not reduced)."},
+      {"Does the model use reentrant checkpointing with frozen inputs? "
+       "model.enable_input_require_grads() or use_reentrant=False makes the output require "
+       "grad.",
+       "Print loss.shape and loss.grad_fn before engine.backward."}};
+}
+
+Reasoning emptied_return(const DsMessage& message) {
+  return {
+      {fmt::format("The gradient that comes back through ZeRO-3's pre-backward wrapper of a "
+                   "module's output has the shape of a partitioned param ([0], or [1] with fast "
+                   "sharding) where the param's shape {} was expected: the module returned one "
+                   "of its parameters, and the post-forward hook partitioned it before the "
+                   "pre-backward hook wrapped the output.",
+                   message.shape.empty() ? "(not printed)" : message.shape)},
+      "",
+      {},
+      {"A module whose forward returns a parameter itself (a learned query, a positional "
+       "embedding table, a scale), not a tensor computed from it: DeepSpeed's "
+       "_post_forward_module_hook, registered before _pre_backward_module_hook, releases the "
+       "param first."},
+      {"Which modules return an nn.Parameter from forward?",
+       "Fix: return a tensor computed from the param (param * 1, param.clone()), or make it "
+       "persistent (stage3_param_persistence_threshold above its size)."}};
+}
+
+Reasoning grad_into_empty(const DsMessage& message) {
+  return {
+      {fmt::format("torch could not store a parameter's gradient into the parameter's data: the "
+                   "data is a ZeRO-3 partition (shape [0], or fast sharding's [1]) while the "
+                   "gradient has the full shape{}. The param was partitioned when the last op "
+                   "that used it ran its backward.",
+                   message.shape.empty() ? "" : fmt::format(" ({})", message.shape))},
+      "",
+      {},
+      {"A read of a param's data from outside its owner's forward (a parent reading "
+       "`self.child.weight`, a tied weight) that was not registered as the reader's external "
+       "parameter: DeepSpeed up to 0.19.9 registers such a read only when it finds the param "
+       "NOT_AVAILABLE; this one was AVAILABLE at the read and was partitioned afterwards (its "
+       "owner's release, a partition of all params, empty_partition_cache), so no module "
+       "fetches it for the backward.",
+       "A z3 leaf module whose input does not require grad: torch calls the leaf's full "
+       "backward hook before the leaf's pre-backward fetch, and the hook makes a gradient from "
+       "the partitioned data."},
+      {"Does the traceback's op read a param of another module? PR #8875's getter "
+       "(zfetch_record.record(residency_independent=True)) registers every access, or "
+       "deepspeed.zero.register_external_parameter(reader, param) does it by hand.",
+       "Is the failing param a z3 leaf's? Feed the leaf an input that requires grad "
+       "(model.enable_input_require_grads()), or keep its params persistent."}};
+}
+
+Reasoning grad_size(const DsMessage& /*message*/) {
+  return {{"The gradient reduction at the end of engine.backward found a gradient with fewer "
+           "elements than its param: the gradient was stored while the param was partitioned, and "
+           "torch's copy of a one-element gradient into the partition's shape broadcast without an "
+           "error."},
+          "",
+          {},
+          {"A param whose last use ran its backward after the param was released: a data read from "
+           "outside its owner that no module fetches for its backward, or a z3 leaf's backward "
+           "hook that ran before the leaf's fetch; the param has one element (or a gradient that "
+           "broadcasts), so the store did not fail at once."},
+          {"Is the param read from outside its owner? Register it as the reader's external "
+           "parameter (PR #8875's getter does it for every access).",
+           "Is it a z3 leaf's param? Feed the leaf an input that requires grad."}};
+}
+
+Reasoning leaf_grad_unreduced(const DsMessage& /*message*/) {
+  return {{"The optimizer step's zero_grad found a gradient that ZeRO-3 never reduced. On the CPU "
+           "accelerator its record_stream call raises this; on a GPU the gradient is dropped "
+           "silently and the param is not trained by it."},
+          "",
+          {},
+          {"A z3 leaf module's param (set_z3_leaf_modules, leaf_module): DeepSpeed registers no "
+           "gradient hook on a leaf's params and reduces them in the leaf module's backward hook "
+           "(reduce_leaf_module_grads). A submodule of the leaf called without the leaf, or a hook "
+           "that ran before the gradient arrived, leaves the gradient unreduced."},
+          {"Is a submodule of a z3 leaf called directly, outside the leaf's forward?",
+           "Fix: call the z3 leaf module itself, or do not make it a leaf."}};
+}
+
+Reasoning state_dict_empty(const DsMessage& message) {
+  return {
+      {message.partitioned_in_model
+           ? "Loading a checkpoint found parameters of shape torch.Size([0]) in the model: they "
+             "are ZeRO-3 partitions, and the checkpoint holds other shapes for them."
+           : "A state_dict size mismatch. It is ZeRO-3's when the shape in the current model is "
+             "torch.Size([0]) (a partition); this explanation is for that case.",
+       "With stage3_module_granularity_threshold > 0 (fast sharding), a z3 leaf's released "
+       "params hold a 1-element buffer, and a checkpoint saved then keeps that buffer as the "
+       "param's value: its shape torch.Size([1]) cannot be copied into the partition."},
+      "",
+      {},
+      {"A checkpoint saved with fast sharding (stage3_module_granularity_threshold > 0) and "
+       "loaded into the module state_dict.",
+       "A module state_dict saved or loaded outside GatheredParameters while the params are "
+       "partitioned."},
+      {"Was the checkpoint saved with stage3_module_granularity_threshold > 0?",
+       "Fix: save with stage3_module_granularity_threshold 0, or gather the params "
+       "(GatheredParameters) around the state_dict's save."}};
+}
+
+Reasoning bucket_duplicate(const DsMessage& /*message*/) {
+  return {{"The stage-3 optimizer's gradient reduction at the end of engine.backward "
+           "(__reduce_and_partition_ipg_grads) found one param twice in its reduce bucket; the "
+           "assertion has no message."},
+          "",
+          {},
+          {"A weight used both inside a reentrant checkpoint region and outside it (or in two "
+           "regions): a reentrant region runs a backward of its own, each backward accumulates the "
+           "gradient and runs DeepSpeed's gradient hook, which adds the param to the bucket.",
+           "A z3 leaf module called twice in one forward: the leaf's backward hook adds all of its "
+           "params at the backward of every call."},
+          {"Is the weight used inside torch.utils.checkpoint(..., use_reentrant=True) and again "
+           "outside? Fix: use_reentrant=False.",
+           "Is a z3 leaf module called more than once per forward? Fix: call it once."}};
+}
+
+Reasoning mixed_dtypes(const DsMessage& /*message*/) {
+  return {
+      {"The ZeRO-3 optimizer, when it was built, found trainable params of more than one dtype: "
+       "without param offload it moves every trainable partition into one flat buffer "
+       "(defragment), which asserts one dtype; the assertion has no message."},
+      "",
+      {},
+      {"A model whose trainable params are not all of one dtype (a float32 adapter or norm in a "
+       "bfloat16 model)."},
+      {"Print {p.dtype for p in model.parameters() if p.requires_grad}.",
+       "Fix: give every trainable param the same dtype (model.to(torch.bfloat16)), freeze the "
+       "odd ones, or offload params to the CPU (offload_param), whose per-group buffers have no "
+       "such check."}};
+}
+
+Reasoning active_backward_empty(const DsMessage& /*message*/) {
+  return {
+      {"ZeRO-3's post-backward hook of a module ran while no module's backward was open in the "
+       "coordinator (it asserts the active-backward map is not empty). The pre-backward hook "
+       "opens a module's backward when a gradient reaches one of its wrapped outputs; the "
+       "post-backward hook closes it when the gradients of its inputs are computed."},
+      "",
+      {},
+      {"The gradient reached a module's inputs along a path that avoids its wrapped outputs: an "
+       "output used through .data or a tensor made outside the forward hooks, or a module whose "
+       "hooks were bypassed (module.forward(x), hooks removed) in one call and not in another."},
+      {"Is a module called through .forward() or with its hooks removed?",
+       "Are outputs used through .data, or detached and re-attached, between modules?"}};
+}
+
+// The explanations written from a Reasoning, by kind, from RegistryEntryLeft on.
+constexpr Reasoning (*kReasoners[])(const DsMessage&) = {
+    registry_entry_left, partition_inflight,   steps_not_found,  gathered_overlap,
+    free_active,         loss_without_grad,    emptied_return,   grad_into_empty,
+    grad_size,           leaf_grad_unreduced,  state_dict_empty, bucket_duplicate,
+    mixed_dtypes,        active_backward_empty};
+static_assert(std::size(kReasoners) == static_cast<size_t>(DsMessage::Kind::ActiveBackwardEmpty) -
+                                           static_cast<size_t>(DsMessage::Kind::RegistryEntryLeft) +
+                                           1);
+
+constexpr base::EnumNames<DsMessage::Kind::ActiveBackwardEmpty> kKindTitles(
     "fetch-queue mismatch (RuntimeError)",
     "trace invalidated: the pass is longer than the trace (warning)",
     "trace invalidated: another module at this step (warning)",
@@ -431,7 +601,15 @@ constexpr base::EnumNames<DsMessage::Kind::FreeActive> kKindTitles(
     "a param partitioned while in flight (AssertionError)",
     "the trace's steps not found under the module ids (IndexError)",
     "nested GatheredParameters blocks over one param (RuntimeError)",
-    "a param freed while a module uses it (RuntimeError)");
+    "a param freed while a module uses it (RuntimeError)",
+    "a loss without grad refused by engine.backward (AssertionError)",
+    "a returned parameter's gradient of the wrong shape (RuntimeError)",
+    "a gradient stored into a partitioned parameter (RuntimeError)",
+    "a gradient smaller than its parameter at the reduction (RuntimeError)",
+    "a gradient never reduced (RuntimeError)", "a checkpoint loaded into partitions (RuntimeError)",
+    "a param twice in the reduce bucket (AssertionError)",
+    "trainable params of several dtypes (AssertionError)",
+    "a post-backward hook with no active backward module (AssertionError)");
 
 }  // namespace
 
@@ -565,20 +743,10 @@ std::string explain_ds_messages(const std::vector<DsMessage>& messages) {
     case DsMessage::Kind::PartitionedUsed:
       explain_partitioned_used(out, message);
       break;
-    case DsMessage::Kind::RegistryEntryLeft:
-      write_reasoning(out, registry_entry_left(message));
-      break;
-    case DsMessage::Kind::PartitionInflight:
-      write_reasoning(out, partition_inflight());
-      break;
-    case DsMessage::Kind::StepsNotFound:
-      write_reasoning(out, steps_not_found(message));
-      break;
-    case DsMessage::Kind::GatheredOverlap:
-      write_reasoning(out, gathered_overlap(message));
-      break;
-    case DsMessage::Kind::FreeActive:
-      write_reasoning(out, free_active(message));
+    default:  // RegistryEntryLeft and after
+      write_reasoning(out,
+                      kReasoners[static_cast<size_t>(message.kind) -
+                                 static_cast<size_t>(DsMessage::Kind::RegistryEntryLeft)](message));
       break;
     }
     named.insert(named.end(), message.expected.begin(), message.expected.end());

@@ -123,6 +123,16 @@ constexpr std::pair<std::string_view, DsMessage::Kind> kKindOfMatch[] = {
     {"pop from", DsMessage::Kind::StepsNotFound},
     {"Nested GatheredParameters", DsMessage::Kind::GatheredOverlap},
     {"Cannot free", DsMessage::Kind::FreeActive},
+    {"loss must be", DsMessage::Kind::LossWithoutGrad},
+    {"returned an invalid gradient", DsMessage::Kind::EmptiedReturn},
+    {"must match the size of tensor b", DsMessage::Kind::GradIntoEmpty},
+    {"doesn't match the broadcast shape", DsMessage::Kind::GradIntoEmpty},
+    {"Cannot reduce scatter", DsMessage::Kind::GradSize},
+    {"unknown parameter type", DsMessage::Kind::LeafGradUnreduced},
+    {"loading state_dict", DsMessage::Kind::StateDictEmpty},
+    {"params_in_bucket", DsMessage::Kind::BucketDuplicate},
+    {"t.dtype for t in tensors", DsMessage::Kind::MixedDtypes},
+    {"active_backward_submodules", DsMessage::Kind::ActiveBackwardEmpty},
 };
 
 std::vector<DsMessage> find_ds_messages(std::string_view raw) {
@@ -139,7 +149,15 @@ std::vector<DsMessage> find_ds_messages(std::string_view raw) {
       R"(shape '\[[^\]]*\]' is invalid for input of size 0|)"
       R"(\{'id': [^\n]*?\} already in registry|Cannot partition a param in flight|)"
       R"(pop from an empty deque|Nested GatheredParameters contexts cannot overlap|)"
-      R"(Cannot free a ZeRO-3 parameter while it is still active)");
+      R"(Cannot free a ZeRO-3 parameter while it is still active|loss must be a scalar tensor|)"
+      R"(Function PreBackwardFunctionForModuleBackward returned an invalid gradient|)"
+      R"(The size of tensor a \(0\) must match the size of tensor b|)"
+      R"(output with shape \[[01]\] doesn't match the broadcast shape|)"
+      R"(-?\d+ != \d+ Cannot reduce scatter|unknown parameter type|)"
+      R"(Error\(s\) in loading state_dict for|)"
+      R"(assert len\(set\(p\.ds_id for p in params_in_bucket\)\)|)"
+      R"(assert len\(set\(t\.dtype for t in tensors\)\)|)"
+      R"(active_backward_submodules is empty during backward pass)");
   std::vector<Start> found;
   for (auto it = std::cregex_iterator(text.data(), text.data() + text.size(), starts);
        it != std::cregex_iterator(); ++it) {
@@ -222,6 +240,28 @@ std::vector<DsMessage> find_ds_messages(std::string_view raw) {
           text.substr(since, begin - since).find("in record_parameters") != std::string_view::npos;
       break;
     }
+    case DsMessage::Kind::EmptiedReturn:
+      if (std::regex_search(body, match,
+                            std::regex(R"(expected shape compatible with (\[[^\]]*\]))"))) {
+        message.shape = match[1];
+      }
+      break;
+    case DsMessage::Kind::GradIntoEmpty:
+      if (std::regex_search(body, match, std::regex(R"(broadcast shape (\[[^\]]*\]))"))) {
+        message.shape = match[1];
+      }
+      break;
+    case DsMessage::Kind::StateDictEmpty:
+      message.partitioned_in_model =
+          body.find("the shape in current model is torch.Size([0])") != std::string::npos;
+      break;
+    case DsMessage::Kind::LossWithoutGrad:
+    case DsMessage::Kind::GradSize:
+    case DsMessage::Kind::LeafGradUnreduced:
+    case DsMessage::Kind::BucketDuplicate:
+    case DsMessage::Kind::MixedDtypes:
+    case DsMessage::Kind::ActiveBackwardEmpty:
+      break;  // the text names no param
     case DsMessage::Kind::GatheredOverlap:
       if (std::regex_search(body, match, std::regex(R"(outer context: \[([^\]]*)\])"))) {
         message.ds_ids = int_list(match[1]);

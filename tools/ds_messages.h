@@ -35,7 +35,16 @@ struct DsMessage {
     PartitionInflight,  ///< `<param repr> Cannot partition a param in flight` (11.2)
     StepsNotFound,      ///< `IndexError: pop from an empty deque` building the trace (3.4 #7)
     GatheredOverlap,    ///< `Nested GatheredParameters contexts cannot overlap parameters; ...`
-    FreeActive,  ///< `Cannot free a ZeRO-3 parameter while it is still active in submodules.`
+    FreeActive,       ///< `Cannot free a ZeRO-3 parameter while it is still active in submodules.`
+    LossWithoutGrad,  ///< engine.backward's `loss must be a scalar tensor...`
+    EmptiedReturn,    ///< `PreBackwardFunctionForModuleBackward returned an invalid gradient`
+    GradIntoEmpty,    ///< torch's shape errors storing a gradient into a partition
+    GradSize,         ///< `<n> != <m> Cannot reduce scatter gradients whose size is not ...`
+    LeafGradUnreduced,    ///< `unknown parameter type` (a z3 leaf's gradient never reduced)
+    StateDictEmpty,       ///< `Error(s) in loading state_dict for ...: size mismatch ...`
+    BucketDuplicate,      ///< the reduce bucket's bare assertion (seen by its source line)
+    MixedDtypes,          ///< defragment's bare one-dtype assertion (seen by its source line)
+    ActiveBackwardEmpty,  ///< `active_backward_submodules is empty during backward pass`
   };
   Kind kind = Kind::TracingError;
   uint32_t line = 0;  ///< 1-based line of the input where it starts
@@ -46,11 +55,14 @@ struct DsMessage {
   bool training = true;
   std::vector<ParamSummary> expected;  ///< TracingError: needed; others: the params named
   std::vector<ParamSummary> got;       ///< TracingError: popped from the queue
-  std::string shape;                   ///< PartitionedUsed: the shape the code asked for
-  std::vector<int64_t> ds_ids;         ///< GatheredOverlap: the params already gathered
+  std::string shape;            ///< PartitionedUsed: the shape the code asked for; EmptiedReturn,
+                                ///< GradIntoEmpty: the param's or gradient's shape
+  std::vector<int64_t> ds_ids;  ///< GatheredOverlap: the params already gathered
   /// StepsNotFound: the traceback before it runs through the coordinator's record_parameters
   /// (the message alone is any Python deque's).
   bool in_trace_build = false;
+  /// StateDictEmpty: a param of the current model has shape torch.Size([0]) (a partition).
+  bool partitioned_in_model = false;
   std::string text;  ///< the message's first line, as written
 };
 
