@@ -70,6 +70,11 @@ def main():
     ap.add_argument("--launcher", choices=["torchrun", "direct"], default="torchrun",
                     help="direct: start the ranks without torchrun (env:// variables), e.g. where torchrun fails")
     args = ap.parse_args()
+    if args.budget <= 60:
+        # no run starts in the budget's last 60 s: a smaller budget would start nothing
+        print(f"corpus_driver.py: error: --budget {args.budget:.0f} s leaves no time to start a run "
+              "(runs start only until 60 s before its end; give at least 100 s)", file=sys.stderr)
+        return 2
     t0 = time.time()
     start_deadline = t0 + args.budget - 60  # no run starts after this
     hard = t0 + args.budget - 15  # everything still running is stopped
