@@ -2,7 +2,8 @@
 // (the reader streams, so RSS must not grow with the file). The file is mapped, as zfetch reads
 // a trace file; with `stream` as third argument it is read through an istream instead, as
 // zfetch reads a pipe. A fourth argument reads the file that many times and reports the
-// fastest read (the file is written once). With ZFETCH_KEEP set the file is kept.
+// fastest read (the file is written once). With ZFETCH_KEEP set the file is kept; with
+// ZFETCH_EXISTING set the file at PATH is read as it is, not written.
 //
 //   trace_reader_perftest [EVENTS] [PATH] [mapped|stream] [READS]
 #include <algorithm>
@@ -25,7 +26,10 @@ int main(int argc, char** argv) {
   const std::string path = argc > 2 ? argv[2] : "/tmp/zfetch_reader_perftest.jsonl";
   // `stream`: read the file through an istream, the path of a pipe, instead of mapping it.
   const bool through_stream = argc > 3 && std::string_view(argv[3]) == "stream";
-  {
+  // ZFETCH_EXISTING: read PATH as it is (a trace of EVENTS events another program wrote, or
+  // copied, which the page cache may hold differently), instead of writing it first.
+  const bool existing = std::getenv("ZFETCH_EXISTING") != nullptr;
+  if (!existing) {
     zfetch::perf::EventNames names;
     std::vector<zfetch::trace::Event> window = zfetch::perf::make_events(6 * 48 * 16, names);
     std::FILE* out = std::fopen(path.c_str(), "wb");
@@ -78,10 +82,12 @@ int main(int argc, char** argv) {
       wall_seconds = read_wall_seconds;
     }
   }
-  if (std::getenv("ZFETCH_KEEP") == nullptr) {
+  if (std::getenv("ZFETCH_KEEP") == nullptr && !existing) {
     std::remove(path.c_str());
   }
-  const std::string_view name = through_stream ? "reader_stream" : "trace_reader";
+  const std::string_view name = existing         ? "reader_existing_file"
+                                : through_stream ? "reader_stream"
+                                                 : "trace_reader";
   const auto count = static_cast<double>(total);
   report(name, "events/s", count / seconds, "ev/s");
   report(name, "ns/event", seconds * 1e9 / count, "ns");
