@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
   if (std::getenv("ZFETCH_KEEP") == nullptr && !existing) {
     std::remove(path.c_str());
   }
-  const std::string_view name = existing         ? "reader_existing_file"
+  const std::string_view name = existing         ? "reader_copied"
                                 : through_stream ? "reader_stream"
                                                  : "trace_reader";
   const auto count = static_cast<double>(total);
