@@ -58,9 +58,7 @@ Diagnostic whole_file_error(const std::string& file, std::string message) {
   return diagnostic;
 }
 
-// Reads `deepspeed_config: path`: the file is hjson, as DeepSpeed reads it (model/hjson_read.h),
-// rewritten as YAML so that the same reader as an inline `deepspeed:` block checks it, with
-// every location mapped back into the file.
+// Reads `deepspeed_config: path`: the file's text goes to read_ds_config_text.
 void read_config_file(YamlReader& reader, const Field& field, std::string_view base_dir,
                       const HfTrainingArgs& hf, DeepSpeedConfig& config, DiagnosticList& out) {
   const std::optional<std::string> relative = reader.read_string(field);
@@ -79,38 +77,7 @@ void read_config_file(YamlReader& reader, const Field& field, std::string_view b
                  fmt::format("cannot read ds_config file '{}': {}", path, input.error));
     return;
   }
-  const SourceText source(path, *input.text);
-  YamlReader config_reader(source, out);
-  detail::HjsonDocument document =
-      detail::read_hjson(*input.text, detail::kMaxYamlDepth, kMaxDsConfigNodes);
-  if (document.error) {
-    const detail::HjsonError& error = *document.error;
-    std::vector<Note> notes;
-    std::string message = error.message;
-    if (error.first_offset) {
-      Note note;
-      note.loc = source.loc_of_offset(*error.first_offset);
-      note.message = "first given here";
-      note.source_line = source.line(note.loc.line);
-      notes.push_back(std::move(note));
-    } else {
-      message = "invalid ds_config: " + message;
-    }
-    config_reader.error_at(source.loc_of_offset(error.offset), 1, std::move(message),
-                           std::move(notes));
-    return;
-  }
-  YAML::Node root;
-  try {
-    root = YAML::Load(document.yaml);
-  } catch (const YAML::Exception& ex) {
-    // read_hjson writes only what YAML reads; this would be a bug in it, reported, not thrown.
-    config_reader.error_at(
-        {}, 1, fmt::format("internal error rewriting the ds_config as YAML: {}", ex.what()));
-    return;
-  }
-  config_reader.set_line_origins(std::move(document.line_origins));
-  detail::read_deepspeed_config(config_reader, Field{root, "deepspeed_config", {}}, hf, config);
+  read_ds_config_text(path, *input.text, hf, config, out);
 }
 
 void read_timing(YamlReader& reader, const Field& field, TimingSpec& timing) {
@@ -356,6 +323,45 @@ std::optional<SourceLoc> indenting_tab(const SourceText& source, uint32_t line) 
 }
 
 }  // namespace
+
+// The file is hjson, as DeepSpeed reads it (model/hjson_read.h), rewritten as YAML so that the
+// same reader as an inline `deepspeed:` block checks it, with every location mapped back into
+// the file.
+void read_ds_config_text(const std::string& path, std::string_view text, const HfTrainingArgs& hf,
+                         DeepSpeedConfig& config, DiagnosticList& out) {
+  const SourceText source(path, text);
+  YamlReader config_reader(source, out);
+  detail::HjsonDocument document =
+      detail::read_hjson(text, detail::kMaxYamlDepth, kMaxDsConfigNodes);
+  if (document.error) {
+    const detail::HjsonError& error = *document.error;
+    std::vector<Note> notes;
+    std::string message = error.message;
+    if (error.first_offset) {
+      Note note;
+      note.loc = source.loc_of_offset(*error.first_offset);
+      note.message = "first given here";
+      note.source_line = source.line(note.loc.line);
+      notes.push_back(std::move(note));
+    } else {
+      message = "invalid ds_config: " + message;
+    }
+    config_reader.error_at(source.loc_of_offset(error.offset), 1, std::move(message),
+                           std::move(notes));
+    return;
+  }
+  YAML::Node root;
+  try {
+    root = YAML::Load(document.yaml);
+  } catch (const YAML::Exception& ex) {
+    // read_hjson writes only what YAML reads; this would be a bug in it, reported, not thrown.
+    config_reader.error_at(
+        {}, 1, fmt::format("internal error rewriting the ds_config as YAML: {}", ex.what()));
+    return;
+  }
+  config_reader.set_line_origins(std::move(document.line_origins));
+  detail::read_deepspeed_config(config_reader, Field{root, "deepspeed_config", {}}, hf, config);
+}
 
 LoadResult parse_scenario_text(std::string_view file_name, std::string_view text,
                                std::string_view base_dir) {

@@ -28,10 +28,10 @@ EXECS=${3:-10000000}
 SECONDS_MAX=${4:-420}
 shift $(($# < 4 ? $# : 4))
 targets=(scenario trace_reader ds_config timeline sweep_set)
-# CPU microseconds per execution on one core under ASan + UBSan (docs/fuzz.md has the
-# measurement); only their ratios matter.
-declare -A cost_us=([scenario]=653 [trace_reader]=57 [ds_config]=1113
-                    [timeline]=189 [sweep_set]=251)
+# CPU microseconds per execution on one core under ASan + UBSan, sustained over a 60 s run
+# (docs/fuzz.md has the measurement); only their ratios matter.
+declare -A cost_us=([scenario]=323 [trace_reader]=57 [ds_config]=136
+                    [timeline]=200 [sweep_set]=290)
 cores=$(nproc)
 every=
 declare -A workers
@@ -52,21 +52,27 @@ done
 declare -A seeds=([scenario]="scenarios tests/cli/scenarios tests/fuzz/regressions/scenario"
                   [trace_reader]="scenarios/real scenarios/seed tests/cli/traces tests/fuzz/regressions/trace"
                   [ds_config]="tests/fuzz/corpus/ds_config tests/fuzz/regressions/ds_config"
-                  [timeline]="scenarios/calibration tests/fuzz/regressions/timeline"
+                  [timeline]="tests/fuzz/corpus/timeline tests/fuzz/regressions/timeline"
                   [sweep_set]="tests/fuzz/corpus/sweep_set tests/fuzz/regressions/sweep_set")
 declare -A patterns=([scenario]='*.yaml' [trace_reader]='*.jsonl' [ds_config]='*'
                      [timeline]='*.json' [sweep_set]='*')
 declare -A dicts=([scenario]=scenario [trace_reader]=trace [ds_config]=ds_config
                   [timeline]=timeline [sweep_set]=sweep_set)
-# A --set line is short; a longer one only makes the key's did-you-mean search slower.
-declare -A max_len=([scenario]=4096 [trace_reader]=4096 [ds_config]=4096 [timeline]=16384
-                    [sweep_set]=256)
-# Allocation stacks of 8 frames, not 30, and a 32 MiB quarantine, not 256: recording every
+# About the largest seed, so that a long campaign's corpus cannot drift to inputs that cost
+# many times what the seeds do (a valid calibration of 9 KiB took 4.5 ms): the timeline's seeds
+# are the calibrations of scenarios/ cut to three points per curve (tests/fuzz/corpus/timeline),
+# the scenario's the files of scenarios/ up to 1 KiB (101 of them; at 4 KiB an execution
+# averaged 740 us); a --set line is short, and a longer one only makes the key's did-you-mean
+# search slower.
+declare -A max_len=([scenario]=1024 [trace_reader]=4096 [ds_config]=1024 [timeline]=3072
+                    [sweep_set]=128)
+# Allocation stacks of 2 frames, not 30, and a 32 MiB quarantine, not 256: recording every
 # allocation's stack and cycling freed memory through a large quarantine took a sixth of
-# ds_config's time. Leaks stay findings. A crash input run again alone (`fuzzer FILE`, as ctest
-# does) gets ASan's full reports.
+# ds_config's time (and 8 frames against 2 another eighth of the scenario target's). Leaks stay
+# findings. A crash input run again alone (`fuzzer FILE`, as ctest does) gets ASan's full
+# reports.
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-export ASAN_OPTIONS=detect_leaks=1:malloc_context_size=8:quarantine_size_mb=32
+export ASAN_OPTIONS=detect_leaks=1:malloc_context_size=2:quarantine_size_mb=32
 declare -A commands
 rm -f "$RESULTS/failed"
 # A folder's corpus carries over from an earlier campaign; its logs and findings do not.

@@ -52,7 +52,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const std::string key(line.substr(0, eq));
   size_t begin = eq + 1;
-  for (int n = 0; n < 16; ++n) {  // at most 16 values per input
+  // At most 2 values per input: each value is checked on its own (the command line's split is
+  // tools/' business), so more values per input only made each execution longer (16 values
+  // averaged 690 us an execution in a long campaign).
+  for (int n = 0; n < 2; ++n) {
     const size_t comma = line.find(',', begin);
     const std::string value(
         line.substr(begin, comma == std::string_view::npos ? comma : comma - begin));
