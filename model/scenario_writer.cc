@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <string_view>
 #include <vector>
 
@@ -14,11 +15,24 @@
 namespace zfetch::model {
 namespace {
 
+// The words YAML reads as null or a boolean rather than a string, in any case: yaml-cpp reads
+// `NULL`, `Null`, `TRUE`, `Yes`, `OFF`... too (a ds_config leaf class named `NULL` was written
+// bare and read back as no value).
+bool is_yaml_word(std::string_view text) {
+  constexpr std::array<std::string_view, 9> kWords = {"true", "false", "null", "yes", "no",
+                                                      "on",   "off",   "y",    "n"};
+  return std::any_of(kWords.begin(), kWords.end(), [&](std::string_view word) {
+    return word.size() == text.size() &&
+           std::equal(word.begin(), word.end(), text.begin(), [](char w, char c) {
+             return w == (c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c);
+           });
+  });
+}
+
 // A plain identifier stays bare; anything else (digits first, YAML words such as `true` or
-// `null`, punctuation, the empty string) is double-quoted with JSON escapes, which YAML reads.
+// `NULL`, punctuation, the empty string) is double-quoted with JSON escapes, which YAML reads.
 bool is_plain(std::string_view text) {
-  if (text.empty() || text == "true" || text == "false" || text == "null" || text == "yes" ||
-      text == "no" || text == "on" || text == "off" || text == "y" || text == "n") {
+  if (text.empty() || is_yaml_word(text)) {
     return false;
   }
   const char first = text.front();
