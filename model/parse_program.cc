@@ -20,9 +20,10 @@ using namespace std::string_view_literals;
 // Each operation is a mapping with exactly one of the kind keys, plus the keys its kind allows.
 constexpr std::array kOpKindKeys = {"call"sv,   "access"sv,  "checkpoint"sv,
                                     "repeat"sv, "returns"sv, "gathered"sv};
-constexpr std::array kOpKeys = {
-    "call"sv, "access"sv, "checkpoint"sv, "repeat"sv,     "returns"sv, "gathered"sv,     "kind"sv,
-    "body"sv, "when"sv,   "input"sv,      "input_from"sv, "hooks"sv,   "modifier_rank"sv};
+constexpr std::array kOpKeys = {"call"sv,          "access"sv,   "checkpoint"sv, "repeat"sv,
+                                "returns"sv,       "gathered"sv, "kind"sv,       "body"sv,
+                                "when"sv,          "input"sv,    "input_from"sv, "hooks"sv,
+                                "modifier_rank"sv, "output"sv};
 constexpr std::array kCallEachKeys = {"call_each"sv, "when"sv, "route"sv, "layerdrop"sv};
 // `window_micro_step` is the documented name of the index within the accumulation window;
 // `micro_step` is its older name, kept with the same meaning.
@@ -37,6 +38,7 @@ constexpr std::array kAccessKinds = {"data"sv, "metadata"sv};
 constexpr std::array kCheckpointKeys = {"reentrant"sv};
 constexpr std::array kCallInputs = {"no_grad"sv, "forward_input"sv};
 constexpr std::array kCallHooks = {"all"sv, "none"sv, "own"sv};
+constexpr std::array kCallOutputs = {"leaf"sv};
 
 // The keys an operation of each kind may carry besides its kind key and `when`.
 bool allows(std::string_view kind, std::string_view key) {
@@ -49,7 +51,7 @@ bool allows(std::string_view kind, std::string_view key) {
   if (key == "body") {
     return kind == "checkpoint" || kind == "repeat" || kind == "gathered";
   }
-  if (key == "input" || key == "input_from" || key == "hooks") {
+  if (key == "input" || key == "input_from" || key == "hooks" || key == "output") {
     return kind == "call";
   }
   if (key == "modifier_rank") {
@@ -305,6 +307,12 @@ bool ScenarioParser::read_op(const YAML::Node& node, ModuleIndex module, Op& op)
         op.hooks = hooks == "none"  ? CallHooks::None
                    : hooks == "own" ? CallHooks::Own
                                     : CallHooks::All;
+      }
+      if (entry.first.Scalar() == "output") {
+        const auto output =
+            reader_.read_choice({entry.second, "output", entry.first}, "call output", kCallOutputs);
+        ok = ok && output.has_value();
+        op.output_leaf = output.has_value();
       }
     }
   } else if (kind == "gathered") {

@@ -138,7 +138,10 @@ struct Op {
   ModuleIndex input_from = kNone;        ///< Call with CallInput::OutputOf: whose output
   SourceLoc input_from_loc;              ///< and where the file names it
   uint32_t input_from_length = 0;
-  bool output_read = false;              ///< Call: a later `input_from` reads this call's output
+  bool output_read = false;  ///< Call: a later `input_from` reads this call's output
+  /// Call: `output: leaf`: the model detaches the output and makes it a leaf that requires grad
+  /// (`x = self.embed(ids).detach().requires_grad_()`): whatever reads it requires grad.
+  bool output_leaf = false;
   ParamIndex param = kNone;              ///< Access, Return
   AccessKind access = AccessKind::Data;  ///< Access
   bool reentrant = true;                 ///< Checkpoint

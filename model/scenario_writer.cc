@@ -334,6 +334,9 @@ class Writer {
         if (op.hooks != CallHooks::All) {
           line(indent + 1, op.hooks == CallHooks::None ? "hooks: none" : "hooks: own");
         }
+        if (op.output_leaf) {
+          line(indent + 1, "output: leaf");
+        }
       }
       if (op.kind == Op::Kind::Gathered && op.gathered.modifier_rank >= 0) {
         line(indent + 1, fmt::format("modifier_rank: {}", op.gathered.modifier_rank));

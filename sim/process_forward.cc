@@ -227,6 +227,9 @@ bool Process::run_call(const Op& op, bool rg, const Scope& scope) {
     output_rg = call_module(op.callee, input_rg);
     own_hooks_only_ = false;
   }
+  // `output: leaf`: the model detaches the output and makes it require grad; the callee's own
+  // backward nodes are what its forward built (none for a frozen module fed no grad).
+  output_rg = output_rg || op.output_leaf;
   if (op.output_read) {
     auto entry = std::find_if(
         call_outputs_.begin() + static_cast<std::ptrdiff_t>(scope.outputs_begin),
