@@ -34,7 +34,8 @@ autograd graph in the order the simulator assumes (docs/backward-order.md, sim/a
   forward unless the caller returns them in turn; a call that says what it is fed (``input:
   no_grad``: ``h.detach()``; ``input: forward_input``: the forward's or checkpoint region's input;
   ``input_from: PATH``: the latest output of PATH's call in the same forward, else the input) runs the child on that
-  and adds its output: ``h = h + child(x)``;
+  and adds its output: ``h = h + child(x)``; ``output: leaf`` detaches the output and makes it a leaf that
+  requires grad (``h = child(h).detach().requires_grad_()``);
 * ``access`` reads the param through the attribute chain (``self.adapter_A.weight``), so DeepSpeed's
   ZeROOrderedDict getter sees it; ``metadata`` takes ``.dtype``, ``data`` adds ``sum(p)`` (no saved
   tensor; a partitioned param fails to reshape to its shape, as a real use would);
@@ -150,6 +151,11 @@ def current_phase():
 
 # ----------------------------------------------------------------------------------------------
 # the model
+
+
+def _made_leaf(y, op):
+    """``output: leaf``: the call's output detached and made a leaf that requires grad."""
+    return y.detach().requires_grad_() if op.get("output") == "leaf" else y
 
 
 class ZModule(nn.Module):
@@ -282,10 +288,10 @@ class ZModule(nn.Module):
                         x = scope.input
                     else:  # the call's latest output in this scope, else the scope's input
                         x = scope.outputs.get(op["input_from"], scope.input)
-                    y = self._zf_call(child, x, pool, op.get("hooks", "all"))
+                    y = _made_leaf(self._zf_call(child, x, pool, op.get("hooks", "all")), op)
                     h = h + y
                 else:
-                    y = h = self._zf_call(child, h, pool, op.get("hooks", "all"))
+                    y = h = _made_leaf(self._zf_call(child, h, pool, op.get("hooks", "all")), op)
                 scope.outputs[op["target"]] = y
             elif kind == "access":
                 p = self._zf_read(op["path"], op["from_root"])

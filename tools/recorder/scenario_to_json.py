@@ -377,6 +377,11 @@ def convert_ops(raw_ops, modules, mi, params_by_name, features):
                 source = _descend(modules, mi, str(raw["input_from"]))
                 op["input_from"] = modules[source]["qualified"]
                 features.add("call-input")
+            if "output" in raw:
+                if raw["output"] != "leaf":
+                    raise ScenarioError(f"unknown call output {raw['output']!r}")
+                op["output"] = "leaf"
+                features.add("call-output")
             if raw.get("hooks", "all") != "all":
                 if raw["hooks"] not in ("none", "own"):
                     raise ScenarioError(f"unknown call hooks {raw['hooks']!r}")

@@ -142,8 +142,8 @@ def main(argv=None):
         name, f"written by zfetch_record.from_model from {args.factory} (one forward and backward on {args.device})",
         args.world_size, tree, templates, document_config, _parse_schedule(args.schedule),
         observer.input_requires_grad,
-        [f"Module forwards that differed between calls: {', '.join(n or 'the root' for n in sorted(unexpressed))}"]
-        if unexpressed else [])
+        ([f"Module forwards that differed between calls: {', '.join(n or 'the root' for n in sorted(unexpressed))}"]
+         if unexpressed else []) + scenario_writer.leaf_notes(observer.leaf_notes))
     if args.deepspeed_config:
         out_dir = os.path.dirname(os.path.abspath(args.out)) if args.out else os.getcwd()
         reference = os.path.relpath(os.path.abspath(args.deepspeed_config), out_dir)

@@ -1,6 +1,7 @@
 """The forward program each module runs, observed: calls of submodules in order, reads of
 parameters from outside their owner (data or metadata), checkpoint regions (reentrant or not),
-parameters returned from a forward, and how many differentiable tensors a module returns.
+parameters returned from a forward, how many differentiable tensors a module returns, and calls
+whose output the model detached and made a leaf that requires grad (grad_flow.py).
 
 Recorded in eager forwards only (a recompute replays the same program). A module whose program
 differs between passes keeps each distinct program with the values of what ``when:`` can test of
@@ -11,6 +12,7 @@ import torch
 import torch.utils.checkpoint
 from torch.overrides import TorchFunctionMode
 
+from . import grad_flow
 from .state import R, graph_task_active, guard, pass_context
 
 # Distinct programs kept per module; a module that runs more is written with its first program.
@@ -81,6 +83,7 @@ class ProgramObserver:
         self.data_use = _DataUse(self)
         self.data_use_depth = 0
         self.input_requires_grad = False
+        self.leaf_notes = set()  # leaves made to require grad that no `output: leaf` expresses
         self.recording = True
 
     def _active(self):
@@ -98,21 +101,26 @@ class ProgramObserver:
         name = self.names.get(id(module))
         if name is None:
             return
-        # The activations require grad from the input on when the root's input does, or when a
-        # module's input is a leaf tensor made to require grad (transformers'
-        # enable_input_require_grads on a frozen embedding's output): the scenario's
-        # input_requires_grad.
-        if any(t.requires_grad and t.grad_fn is None and not isinstance(t, torch.nn.Parameter)
-               for t in _tensors(args)):
-            self.input_requires_grad = True
+        inputs = [t for t in _tensors(args) if _returned_param(t) is None]
+        call = None
         if self.frames:
             parent = self.frames[-1]
             relative = self._relative(parent["module"], name)
             if relative is not None:
-                parent["ops"].append({"call": relative})
+                call = {"call": relative}
+                parent["ops"].append(call)
+            # A leaf made to require grad from an earlier call's output (the model's
+            # `.detach().requires_grad_()`): that call's output is written `output: leaf`.
+            made = [t for t in inputs if grad_flow.is_made_leaf(t)]
+            if made:
+                known = set().union(*(frame["inputs"] for frame in self.frames))
+                grad_flow.mark_made_leaves(made, parent["outputs"], known, self.leaf_notes, name)
         else:  # a pass begins
             self.context = guard(pass_context, module.training)
-        self.frames.append({"module": name, "ops": [], "stack": []})
+            # The scenario's input_requires_grad: what the root's input really is.
+            self.input_requires_grad = self.input_requires_grad or any(grad_flow.requires_grad(t) for t in inputs)
+        self.frames.append({"module": name, "ops": [], "stack": [], "call": call, "inputs": {id(t) for t in inputs},
+                            "outputs": grad_flow.CallOutputs()})
 
     def module_exit(self, module, output):
         if not self._active() or not self.frames:
@@ -130,6 +138,8 @@ class ProgramObserver:
             if "access" in op:
                 self.pending.pop(op.pop("_param"), None)
         self._leave_data_use(frame)
+        if self.frames and frame["call"] is not None:
+            self.frames[-1]["outputs"].add(frame["call"], [t for t in _tensors(output) if _returned_param(t) is None])
         grad_enabled = torch.is_grad_enabled()
         differentiable = sum(1 for t in _tensors(output) if _counts_as_output(t, grad_enabled))
         if name not in self.programs:
@@ -218,7 +228,8 @@ class ProgramObserver:
         region = {"checkpoint": {"reentrant": bool(reentrant)}, "body": []}
         self._target(frame).append(region)
         # Calls inside the region land in its body: the region is a frame of the same module.
-        self.frames.append({"module": frame["module"], "ops": region["body"], "stack": [], "region": True})
+        self.frames.append({"module": frame["module"], "ops": region["body"], "stack": [], "region": True,
+                            "inputs": set(), "outputs": frame["outputs"]})
         return region
 
     def checkpoint_exit(self, region):

@@ -277,6 +277,14 @@ def scenario_text(name, source, world_size, tree, templates, config, schedule, i
     return yaml_text.dump(document, header)
 
 
+def leaf_notes(notes):
+    """The header lines for leaves made to require grad that no ``output: leaf`` expresses."""
+    if not notes:
+        return []
+    return ["Module inputs made to require grad that the scenario does not express (as written they "
+            "follow the running value): " + "; ".join(sorted(notes))]
+
+
 def scenario_from_observations(observed):
     """The scenario's YAML from a recording's observations (session.Recording.observations, or its
     scenario.rankR.observed.json)."""
@@ -292,5 +300,7 @@ def scenario_from_observations(observed):
     names = ", ".join(n or "the root" for n in sorted(unexpressed))
     notes = [f"Module forwards that differed between passes in a way no `when:` condition tells apart "
              f"(the first is written): {names}"] if unexpressed else []
+    # Observations written before the recorder traced made leaves have no "leaf_notes".
+    notes += leaf_notes(observed.get("leaf_notes", []))
     return scenario_text(observed["name"], observed["source"], observed["world_size"], tree, templates,
                          observed["config"], observed["schedule"], observed["input_requires_grad"], notes)

@@ -179,7 +179,8 @@ class Recording:
             "world_size": self.world_size, "tree": self.tree, "programs": observer.programs,
             "outputs": observer.outputs, "changed": sorted(observer.changed),
             "variants": observer.changed_variants(),
-            "input_requires_grad": observer.input_requires_grad, "config": self.config,
+            "input_requires_grad": observer.input_requires_grad, "leaf_notes": sorted(observer.leaf_notes),
+            "config": self.config,
             "schedule": self.schedule.as_list()}
 
 
