@@ -82,9 +82,9 @@ TEST_SUITE("model") {
     CHECK_FALSE(s.modules[0].forward[1].output_leaf);
     CHECK(load_ok(write_scenario_yaml(s)).modules[0].forward[0].output_leaf);
     CHECK(errors_of(detached(", output: detached")) ==
-          "input:11:28: error: unknown call output 'detached'; valid values are: leaf\n"
+          "input:11:29: error: unknown call output 'detached'; valid values are: leaf\n"
           "    - {call: embed, output: detached}\n"
-          "                           ^~~~~~~~\n");
+          "                            ^~~~~~~~\n");
     CHECK(errors_of(detached("}\n    - {checkpoint: {reentrant: true}, output: leaf, body: "
                              "[{call: layer}]")) != "");
   }
