@@ -18,15 +18,10 @@ namespace zfetch::model {
 
 namespace {
 
-using testing::errors_of;
-using testing::load_ok;
-
 // Token ids (the root's input needs no grad) into a frozen embedding, then one trainable layer
 // in a reentrant checkpoint. OUTPUT is replaced by the embedding call's keys.
 const char* const kDetached = R"(name: detached
-world_size: 1
-deepspeed:
-  zero_optimization: {stage: 3, stage3_param_persistence_threshold: 0}
+deepspeed: {zero_optimization: {stage: 3, stage3_param_persistence_threshold: 0}}
 model:
   name: model
   children:
@@ -59,7 +54,8 @@ TEST_SUITE("model") {
   TEST_CASE("call output leaf: what reads it requires grad; the frozen producer has no backward") {
     using trace::EventKind;
     BackwardSink sink;
-    const sim::Outcome outcome = sim::simulate(load_ok(detached(", output: leaf")), {}, sink);
+    const sim::Outcome outcome =
+        sim::simulate(testing::load_ok(detached(", output: leaf")), {}, sink);
     CHECK(outcome.kind == sim::OutcomeKind::Pass);
     // module ids: model 0, embed 1, layer 2. The layer's recompute and backward run; the embed,
     // fed token ids and frozen, gets neither hook; the root's input needs no grad: no
@@ -71,22 +67,23 @@ TEST_SUITE("model") {
     // Without it the checkpoint's input needs no grad, nor does the loss: DeepSpeed's own check
     // in engine.backward fails (docs/backward-order.md 6).
     BackwardSink plain;
-    const sim::Outcome without = sim::simulate(load_ok(detached("")), {}, plain);
+    const sim::Outcome without = sim::simulate(testing::load_ok(detached("")), {}, plain);
     CHECK(without.kind != sim::OutcomeKind::Pass);
     CHECK(plain.hooks.empty());
   }
 
   TEST_CASE("call output leaf: written back, and a bad value located") {
-    const Scenario s = load_ok(detached(", output: leaf"));
+    const Scenario s = testing::load_ok(detached(", output: leaf"));
     CHECK(s.modules[0].forward[0].output_leaf);
     CHECK_FALSE(s.modules[0].forward[1].output_leaf);
-    CHECK(load_ok(write_scenario_yaml(s)).modules[0].forward[0].output_leaf);
-    CHECK(errors_of(detached(", output: detached")) ==
-          "input:11:29: error: unknown call output 'detached'; valid values are: leaf\n"
+    CHECK(testing::load_ok(write_scenario_yaml(s)).modules[0].forward[0].output_leaf);
+    CHECK(testing::errors_of(detached(", output: detached")) ==
+          "input:9:29: error: unknown call output 'detached'; valid values are: leaf\n"
           "    - {call: embed, output: detached}\n"
           "                            ^~~~~~~~\n");
-    CHECK(errors_of(detached("}\n    - {checkpoint: {reentrant: true}, output: leaf, body: "
-                             "[{call: layer}]")) != "");
+    CHECK(
+        testing::errors_of(detached("}\n    - {checkpoint: {reentrant: true}, output: leaf, body: "
+                                    "[{call: layer}]")) != "");
   }
 }
 

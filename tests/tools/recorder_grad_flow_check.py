@@ -13,18 +13,11 @@ import subprocess
 import sys
 import tempfile
 
-sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.join("tools", "recorder"))
-from zfetch_record import grad_flow  # noqa: E402
-from zfetch_record.scenario_writer import OBSERVATIONS_FORMAT, scenario_from_observations  # noqa: E402
+from recorder_checks import expect, failures, finish
+from zfetch_record import grad_flow
+from zfetch_record.scenario_writer import OBSERVATIONS_FORMAT, scenario_from_observations
 
 zfetch = sys.argv[1]
-failures = []
-
-
-def expect(what, got, want):
-    if got != want:
-        failures.append(f"{what}: got {got!r}, want {want!r}")
 
 
 class Storage:
@@ -161,7 +154,4 @@ with tempfile.TemporaryDirectory() as tmp:
         want.update({("backward_pre", module): 2, ("backward_post", module): 2})
     expect("backward hooks", sorted(hooks.items()), sorted(want.items()))
 
-for failure in failures:
-    print(failure)
-print("recorder grad flow:", "FAILED" if failures else "ok")
-sys.exit(1 if failures else 0)
+finish("recorder grad flow")

@@ -11,18 +11,11 @@ import subprocess
 import sys
 import tempfile
 
-sys.dont_write_bytecode = True
-sys.path.insert(0, os.path.join("tools", "recorder"))
-from zfetch_record import variants  # noqa: E402
-from zfetch_record.scenario_writer import OBSERVATIONS_FORMAT, scenario_from_observations  # noqa: E402
+from recorder_checks import expect, failures, finish
+from zfetch_record import variants
+from zfetch_record.scenario_writer import OBSERVATIONS_FORMAT, scenario_from_observations
 
 zfetch = sys.argv[1]
-failures = []
-
-
-def expect(what, got, want):
-    if got != want:
-        failures.append(f"{what}: got {got!r}, want {want!r}")
 
 
 def variant(ops, **values):
@@ -86,7 +79,4 @@ with tempfile.TemporaryDirectory() as tmp:
             if diff.returncode != 0:
                 failures.append(f"{policy}: written scenario differs from the probe: {diff.stdout[:600]}")
 
-for failure in failures:
-    print(failure)
-print("recorder variants:", "FAILED" if failures else "ok")
-sys.exit(1 if failures else 0)
+finish("recorder variants")
