@@ -141,8 +141,9 @@ ObservedRun observe(const model::Scenario& scenario, Discovery discovery) {
       observed.run.message = f.message;
       observed.run.where =
           fmt::format("in phase {} of '{}' (engine {}, micro-step {})", trace::format_as(f.phase),
-                      f.module < scenario.modules.size() ? scenario.modules[f.module].qualified_name
-                                                         : std::string("?"),
+                      f.module < scenario.modules.size()
+                          ? trace::display_module_name(scenario.modules[f.module].qualified_name)
+                          : std::string_view("?"),
                       f.engine, f.micro_step);
     }
   } catch (const std::exception& e) {

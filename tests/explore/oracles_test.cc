@@ -47,6 +47,33 @@ TEST_SUITE("explore") {
     CHECK(ri.violations.empty());
   }
 
+  TEST_CASE("oracles: a failure in the root's forward names the root as every output does") {
+    // Shrunk by `zfetch fuzz --seed 1 --policy resident-skip` (scenario 57): the root reads a
+    // child's param as metadata, then calls the child; the replay fails in the root's forward.
+    const model::Scenario s = parse(R"(name: root-failure
+deepspeed:
+  gradient_accumulation_steps: 4
+  zero_optimization: {stage: 3, stage3_prefetch_bucket_size: 1, stage3_param_persistence_threshold: 16}
+model:
+  name: model
+  params: {w: {shape: [1]}}
+  forward:
+    - {access: a.v, kind: metadata}
+    - call: a
+  children:
+    - {name: a, params: {w: {shape: [1]}, v: {shape: [1]}}}
+schedule:
+  - save_checkpoint: t0
+  - train: {steps: 1}
+)");
+    OracleOptions options;
+    options.policy = Discovery::ResidentSkip;
+    const Verdict v = check_scenario(s, options);
+    const PolicyRun& run = v.run(Discovery::ResidentSkip);
+    REQUIRE(run.failure_class == FailureClass::FetchQueueMismatch);
+    CHECK(run.where.find("of '<root>'") != std::string::npos);
+  }
+
   TEST_CASE("oracles: an access that found its param in flight is a latent hazard") {
     // In step 1, 'a' reads b's param after the replayed trace prefetched it, so resident-skip
     // never registers it; without prefetch the same read finds it NOT_AVAILABLE and the trace
