@@ -13,7 +13,6 @@
 #include "tools/outcome_report.h"
 #include "tools/scenario_input.h"
 #include "tools/work_bound.h"
-#include "trace/bounded_sink.h"
 #include "trace/names.h"
 
 namespace zfetch::tools {
@@ -132,13 +131,9 @@ int check(const CheckOptions& options) {
       sim_options.discovery = expectation.policy;
       const std::string policy(format_as(expectation.policy));
       trace::NullSink null_sink;
-      ProgressSink progress(null_sink);
-      trace::BoundedSink bounded(options.max_events, progress);
-      std::optional<sim::Outcome> simulated;
-      try {
-        simulated = sim::simulate(*scenario, sim_options, bounded);
-      } catch (const trace::EventBoundExceeded& e) {
-        std::fprintf(stderr, "%s\n", work_bound_message(file, e.max_events).c_str());
+      const std::optional<sim::Outcome> simulated =
+          simulate_within_bound(*scenario, sim_options, null_sink, options.max_events, file);
+      if (!simulated) {
         bad_input = true;
         ++failed;
         continue;

@@ -11,6 +11,7 @@
 #include "tools/commands.h"
 #include "tools/graph_dot.h"
 #include "tools/scenario_input.h"
+#include "tools/work_bound.h"
 #include "trace/sink.h"
 
 namespace zfetch::tools {
@@ -24,6 +25,7 @@ struct GraphCliOptions {
   bool no_fold = false;
   bool show_failure = false;
   std::string discovery = "resident-skip";
+  uint64_t max_events = kDefaultMaxEvents;
 };
 
 int run(const GraphCliOptions& cli) {
@@ -61,10 +63,14 @@ int run(const GraphCliOptions& cli) {
     sim::Options sim_options;
     sim_options.discovery = *discovery;
     trace::NullSink null;
-    const sim::Outcome outcome = sim::simulate(*scenario, sim_options, null);
-    if (outcome.failure && outcome.failure->module != model::kNone) {
-      options.failure_module = outcome.failure->module;
-      options.failure_text = outcome.failure->message + "\n" + outcome.failure->explanation;
+    const std::optional<sim::Outcome> outcome =
+        simulate_within_bound(*scenario, sim_options, null, cli.max_events, cli.scenario);
+    if (!outcome) {
+      return kExitBadInput;
+    }
+    if (outcome->failure && outcome->failure->module != model::kNone) {
+      options.failure_module = outcome->failure->module;
+      options.failure_text = outcome->failure->message + "\n" + outcome->failure->explanation;
     }
   }
   const std::string dot = render_graph_dot(*scenario, options);
@@ -88,6 +94,9 @@ void setup_graph(CLI::App& sub, std::function<int()>& action) {
                "simulate under --discovery and draw the access that caused the failure in red");
   sub.add_option("--discovery", options->discovery,
                  "policy for --show-failure: resident-skip or residency-independent")
+      ->capture_default_str();
+  sub.add_option("--max-events", options->max_events,
+                 "with --show-failure: stop with exit 2 after this many simulated events")
       ->capture_default_str();
   sub.callback([&action, options] { action = [options] { return run(*options); }; });
 }

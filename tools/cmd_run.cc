@@ -30,7 +30,6 @@
 #include "tools/summary_text.h"
 #include "tools/terminal_colour.h"
 #include "tools/work_bound.h"
-#include "trace/bounded_sink.h"
 #include "trace/writer.h"
 
 namespace zfetch::tools {
@@ -310,14 +309,8 @@ class RunSinks {
 // The simulation, within --max-events; nothing when it passed the bound (reported on stderr).
 std::optional<sim::Outcome> simulate_bounded(const RunOptions& options, const RunInputs& inputs,
                                              sim::Timeline& timeline) {
-  ProgressSink progress(timeline);
-  trace::BoundedSink bounded(options.max_events, progress);
-  try {
-    return sim::simulate(inputs.scenario, inputs.sim_options, bounded);
-  } catch (const trace::EventBoundExceeded& e) {
-    std::fprintf(stderr, "%s\n", work_bound_message(options.scenario, e.max_events).c_str());
-    return std::nullopt;
-  }
+  return simulate_within_bound(inputs.scenario, inputs.sim_options, timeline, options.max_events,
+                               options.scenario);
 }
 
 // Appends to a failure's explanation what avoids it, said only once a re-simulation with the

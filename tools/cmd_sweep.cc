@@ -16,6 +16,7 @@
 #include "tools/sweep_output.h"
 #include "tools/sweep_report_html.h"
 #include "tools/terminal_colour.h"
+#include "tools/work_bound.h"
 
 namespace zfetch::tools {
 namespace {
@@ -28,11 +29,16 @@ struct SweepCliOptions {
   std::string sort;
   std::string report_path;
   unsigned jobs = 0;
+  uint64_t max_events = kDefaultMaxEvents;
   bool json = false;
   bool csv = false;
   bool require_pass = false;
   bool allow_fail = false;
 };
+
+// The most cells (or bisections) one sweep runs: each is a whole simulation, so a grid of a few
+// long --set lists multiplies out to more runs than any machine finishes.
+constexpr uint64_t kMaxSweepCells = 100'000;
 
 int usage_error(const std::string& message) {
   std::fprintf(stderr, "command line: error: %s\n", message.c_str());
@@ -234,8 +240,23 @@ int run(const SweepCliOptions& options) {
       }
     }
   }
+  uint64_t combinations = 1;
+  for (const sim::SweepAxis& axis : axes) {
+    combinations = axis.values.size() > kMaxSweepCells / combinations
+                       ? kMaxSweepCells + 1
+                       : combinations * axis.values.size();
+  }
+  if (combinations > kMaxSweepCells) {
+    return usage_error(
+        fmt::format("the --set values combine to more than {} cells", kMaxSweepCells));
+  }
   const std::optional<model::Scenario> scenario = load_or_report(options.scenario);
   if (!scenario) {
+    return kExitBadInput;
+  }
+  if (const uint64_t planned = planned_operations(*scenario); planned > options.max_events) {
+    std::fprintf(stderr, "%s\n",
+                 planned_work_message(options.scenario, planned, options.max_events).c_str());
     return kExitBadInput;
   }
   // Check every key and value once, before spending any simulation on them.
@@ -249,6 +270,7 @@ int run(const SweepCliOptions& options) {
   }
   sim::SweepOptions sweep_options;
   sweep_options.simulator.discovery = *discovery;
+  sweep_options.max_events = options.max_events;
   sweep_options.jobs =
       options.jobs > 0 ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
   if (!options.bisect.empty()) {
@@ -302,6 +324,9 @@ void setup_sweep(CLI::App& sub, std::function<int()>& action) {
                "exit 0 when cells fail (DeepSpeed would raise there); a cell that cannot run "
                "still exits 2");
   sub.add_option("--jobs,-j", options->jobs, "worker threads (default: all cores)");
+  sub.add_option("--max-events", options->max_events,
+                 "a cell whose run needs more simulated events is an error cell (exit 2)")
+      ->capture_default_str();
   sub.callback([options, &action] { action = [options] { return run(*options); }; });
 }
 

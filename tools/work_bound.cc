@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "trace/bounded_sink.h"
+
 namespace zfetch::tools {
 
 namespace {
@@ -134,6 +136,24 @@ std::string work_bound_message(const std::string& file, uint64_t max_events) {
       "reduce repeat counts, gradient_accumulation_steps or steps, or raise --max-events if "
       "this much work is intended",
       file, max_events);
+}
+
+std::optional<sim::Outcome> simulate_within_bound(const model::Scenario& scenario,
+                                                  const sim::Options& options,
+                                                  trace::EventSink& sink, uint64_t max_events,
+                                                  const std::string& file) {
+  if (const uint64_t planned = planned_operations(scenario); planned > max_events) {
+    std::fprintf(stderr, "%s\n", planned_work_message(file, planned, max_events).c_str());
+    return std::nullopt;
+  }
+  ProgressSink progress(sink);
+  trace::BoundedSink bounded(max_events, progress);
+  try {
+    return sim::simulate(scenario, options, bounded);
+  } catch (const trace::EventBoundExceeded& e) {
+    std::fprintf(stderr, "%s\n", work_bound_message(file, e.max_events).c_str());
+    return std::nullopt;
+  }
 }
 
 }  // namespace zfetch::tools

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "model/scenario.h"
+#include "sim/simulator.h"
 #include "trace/sink.h"
 
 namespace zfetch::tools {
@@ -46,5 +48,13 @@ std::string planned_work_message(const std::string& file, uint64_t operations, u
 
 /// `file: error: ...` for a run stopped by the bound, naming the option that raises it.
 std::string work_bound_message(const std::string& file, uint64_t max_events);
+
+/// Simulates `scenario` into `sink` (through a ProgressSink) within the bound: its planned
+/// operations first, then its events as they are simulated. Nothing, after the message naming
+/// `file` on stderr, when it asks for more than `max_events`.
+std::optional<sim::Outcome> simulate_within_bound(const model::Scenario& scenario,
+                                                  const sim::Options& options,
+                                                  trace::EventSink& sink, uint64_t max_events,
+                                                  const std::string& file);
 
 }  // namespace zfetch::tools

@@ -167,6 +167,9 @@ struct TraceReader::State {
       if (newline != nullptr) {
         first = buffer.data() + begin;
         last = static_cast<char*>(newline);
+        if (static_cast<size_t>(last - first) > kMaxTraceLineBytes) {
+          return fail_line_too_long();
+        }
         begin = static_cast<size_t>(last - buffer.data()) + 1;
         ++line;
         return true;
@@ -179,9 +182,13 @@ struct TraceReader::State {
       std::memmove(buffer.data(), buffer.data() + begin, end - begin);
       end -= begin;
       begin = 0;
+      if (end > kMaxTraceLineBytes) {
+        return fail_line_too_long();
+      }
       const size_t capacity = buffer.size() - kWriterFormPadding;
       if (end == capacity || capacity < kReadChunk) {
-        buffer.resize(capacity * 2 + kWriterFormPadding);
+        // One byte past the longest line is enough to know that a line is too long.
+        buffer.resize(std::min(capacity * 2, kMaxTraceLineBytes + 1) + kWriterFormPadding);
       }
       in->read(buffer.data() + end,
                static_cast<std::streamsize>(buffer.size() - kWriterFormPadding - end));
@@ -203,6 +210,9 @@ struct TraceReader::State {
       const auto* newline =
           available == 0 ? nullptr : static_cast<const char*>(std::memchr(rest, '\n', available));
       const size_t after = newline == nullptr ? 0 : available - static_cast<size_t>(newline - rest);
+      if ((newline == nullptr ? available : available - after) > kMaxTraceLineBytes) {
+        return fail_line_too_long();  // before the window grows to hold it
+      }
       if (newline != nullptr && after > kWriterFormPadding) {
         first = rest;
         last = newline;
@@ -249,6 +259,16 @@ struct TraceReader::State {
       }
     }
     return true;
+  }
+
+  // The line being read is longer than kMaxTraceLineBytes (or has grown past it unfinished).
+  bool fail_line_too_long() {
+    ++line;
+    original_line.clear();
+    return fail(
+        fmt::format("a line longer than {} (a trace has one short JSON object a line: is "
+                    "this a trace?)",
+                    io::describe_limit(kMaxTraceLineBytes)));
   }
 
   // The last line of the input, [first, last), has no newline.
@@ -304,8 +324,9 @@ struct TraceReader::State {
   bool parse_in_place() {
     const char* first = window->data() + begin;
     const char* newline = parse_writer_form(first, event);
-    if (newline == nullptr || (have_seq && event.seq <= last_seq)) {
-      return false;
+    if (newline == nullptr || (have_seq && event.seq <= last_seq) ||
+        static_cast<size_t>(newline - first) > kMaxTraceLineBytes) {
+      return false;  // the general path reports a line too long
     }
     begin += static_cast<size_t>(newline - first) + 1;
     ++line;

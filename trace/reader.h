@@ -1,6 +1,7 @@
 // Streaming reader of JSON Lines traces: one event at a time, errors as located diagnostics.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <istream>
 #include <memory>
@@ -8,14 +9,16 @@
 #include <string>
 
 #include "diag/diagnostic.h"
+#include "io/input_file.h"
 #include "trace/event.h"
 #include "trace/header.h"
 
-namespace zfetch::io {
-class InputStream;
-}
-
 namespace zfetch::trace {
+
+/// The longest line the reader accepts, newline excluded: as much as an input file may hold
+/// (64 MiB). A trace line is one event of a few hundred bytes; input that never ends a line
+/// (/dev/zero, a binary file) stops here with an error instead of a buffer that grows with it.
+inline constexpr size_t kMaxTraceLineBytes = io::kMaxInputFileBytes;
 
 /// Reads a trace line by line. Events returned by next() stay valid until the next call.
 /// After an error, every event before the bad line has been returned.

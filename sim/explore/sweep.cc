@@ -12,6 +12,7 @@
 #include "model/config_override.h"
 #include "sim/timeline/cost_model.h"
 #include "sim/timeline/timeline.h"
+#include "trace/bounded_sink.h"
 #include "trace/sink.h"
 
 namespace zfetch::sim {
@@ -41,7 +42,13 @@ SweepPoint run_scenario(const model::Scenario& scenario, const SweepOptions& opt
   const AnalyticalCostModel cost(scenario, *calibration);
   trace::NullSink null;
   Timeline timeline(scenario, cost, null);
-  point.outcome = simulate(scenario, options.simulator, timeline);
+  trace::BoundedSink bounded(options.max_events, timeline);
+  try {
+    point.outcome = simulate(scenario, options.simulator, bounded);
+  } catch (const trace::EventBoundExceeded& e) {
+    point.error = fmt::format("the run needs more than {} simulated events", e.max_events);
+    return point;
+  }
   timeline.finish();
   const TimelineSummary& summary = timeline.summary();
   if (summary.overflowed) {

@@ -23,6 +23,8 @@ struct SweepOptions {
   unsigned jobs = 1;  ///< worker threads; results do not depend on it
   /// Used for every point instead of resolve_calibration(scenario) when set.
   std::optional<Calibration> calibration;
+  /// A point whose run emits more simulated events than this stops there, as an error point.
+  uint64_t max_events = UINT64_MAX;
 };
 
 /// The result of one combination.

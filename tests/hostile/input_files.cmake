@@ -1,5 +1,6 @@
 # Class 2 (unbounded reads): a directory, /dev/zero, a FIFO without a writer and a file over
-# the 64 MiB input limit are errors that say what the path is; none hangs or reads forever.
+# the 64 MiB input limit are errors that say what the path is; none hangs or reads forever. A
+# trace is streamed, so what bounds it is the length of a line.
 include(${CMAKE_CURRENT_LIST_DIR}/expect.cmake)
 set(dir ${WORK}/input_files)
 file(REMOVE_RECURSE ${dir})
@@ -45,3 +46,17 @@ expect_run(CODE 2 STDERR "/dev/zero: error: cannot read file: is larger than the
 file(MAKE_DIRECTORY ${dir}/order.txt)
 expect_run(CODE 2 STDERR "order.txt: error: cannot read file: is a directory"
            COMMAND ${ZFETCH} run ${SEED} --expect-order ${dir}/order.txt)
+
+# A trace read as a stream (diff's recorded side) that never ends a line: /dev/zero stops at the
+# line limit instead of buffering forever; so does a regular file (mapped), sparse past its
+# header.
+execute_process(COMMAND ${ZFETCH} run ${SEED} --trace ${dir}/seed.jsonl OUTPUT_QUIET)
+expect_run(CODE 2 STDERR "^/dev/zero:1: error: a line longer than 64 MiB \\(a trace has one short JSON object a line: is this a trace\\?\\)"
+           COMMAND ${ZFETCH} diff /dev/zero ${dir}/seed.jsonl)
+file(STRINGS ${dir}/seed.jsonl header LIMIT_COUNT 1)
+file(WRITE ${dir}/long_line.jsonl "${header}\n")
+execute_process(COMMAND truncate -s 65M ${dir}/long_line.jsonl RESULT_VARIABLE truncated)
+if(truncated EQUAL 0)
+  expect_run(CODE 2 STDERR "long_line.jsonl:2: error: a line longer than 64 MiB"
+             COMMAND ${ZFETCH} diff ${dir}/long_line.jsonl ${dir}/seed.jsonl)
+endif()

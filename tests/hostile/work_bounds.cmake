@@ -23,3 +23,22 @@ expect_run(CODE 2 STDERR "error: the schedule asks for 416 module operations, mo
 expect_run(CODE 2 STDERR "error: the run needs more than 420 simulated events \\(the --max-events bound\\)"
            COMMAND ${ZFETCH} run ${SEED} --max-events 420)
 expect_run(CODE 1 STDERR "^$" COMMAND ${ZFETCH} run ${SEED} --max-events 100000)
+# sweep and graph --show-failure simulate too, under the same bound (they had none: a sweep of
+# 10^9 steps ran forever); a sweep cell past the event bound is an error cell (exit 2), and a
+# grid of more cells than a sweep runs is refused before anything runs.
+expect_run(CODE 2 STDERR "steps.yaml: error: the schedule asks for 6000000000 module operations, more than the --max-events bound of 50000000"
+           COMMAND ${ZFETCH} sweep ${dir}/steps.yaml --set world_size=1,2)
+expect_run(CODE 2 STDERR "steps.yaml: error: the schedule asks for 6000000000 module operations"
+           COMMAND ${ZFETCH} graph ${dir}/steps.yaml --show-failure)
+expect_run(CODE 2 STDERR "error: the run needs more than 420 simulated events \\(the --max-events bound\\)"
+           COMMAND ${ZFETCH} graph ${SEED} --show-failure --max-events 420)
+expect_run(CODE 2 STDERR "^$" STDOUT_FILE ${dir}/cells.txt
+           COMMAND ${ZFETCH} sweep ${SEED} --set stage3_max_reuse_distance=0,1 --max-events 420)
+file(READ ${dir}/cells.txt cells)
+if(NOT cells MATCHES "error: the run needs more than 420 simulated events")
+  message(FATAL_ERROR "the bounded cell does not say why:\n${cells}")
+endif()
+string(REPEAT "0," 99 values)
+expect_run(CODE 2 STDERR "command line: error: the --set values combine to more than 100000 cells"
+           COMMAND ${ZFETCH} sweep ${SEED} --set stage3_max_reuse_distance=${values}0
+                   --set stage3_prefetch_bucket_size=${values}0 --set stage3_max_live_parameters=${values}0)
