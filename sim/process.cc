@@ -350,7 +350,8 @@ void Process::generate(const model::ScheduleItem& item) {
   // transformers' generate() runs under torch.no_grad() and calls the model's modules
   // directly: an encoder-decoder's encoder once (its own hooks fire; the root's
   // _start_of_forward_hook does not, so the trace step is not reset), then the root once per
-  // token, each a pass of its own.
+  // token, each a pass of its own. The engine's forward prologue is a pre-hook on the root, so
+  // each root call has `_in_forward` on (2.12); the encoder's call does not.
   emitter_.context.phase = item.training ? Phase::Fwd : Phase::Eval;
   eval_ = !item.training;
   generating_ = true;

@@ -177,7 +177,8 @@ class Process {
   bool generating_ = false;    ///< inside a `generate` item: `when: {phase: generate}`
   int64_t forward_index_ = 0;  ///< the root forward's number in its micro-step or generate loop
   /// The root is called through the engine (engine(x)); generate() calls the module itself,
-  /// so the engine's prologue and epilogue (_in_forward, 2.12) do not run.
+  /// outside engine.forward, so its reset_step belongs to no pass (phase none). The engine's
+  /// prologue and epilogue still run: they are hooks on the root (_in_forward, 2.12).
   bool through_engine_ = true;
   /// Inside unwrap_model_for_generation: no module hooks but the root's start-of-forward one.
   bool hooks_removed_ = false;

@@ -47,8 +47,9 @@ bool Process::call_module(ModuleIndex m, bool input_rg) {
   const bool is_root = m == 0;
   if (is_root) {
     // Engine prologue, then _start_of_forward_hook (2.3, 10.17), which unwrapping for
-    // generation does not remove.
-    in_forward_ = through_engine_;
+    // generation does not remove. The prologue is a forward pre-hook on the root, not part of
+    // engine.forward: a direct call of the root (generate, once per token) sets _in_forward too.
+    in_forward_ = true;
     micro_in_step_ = engine_micro_steps_ % scenario_.config.gradient_accumulation_steps;
     // Called through the engine, reset_step runs inside the engine's forward (a pass of its
     // phase); a direct call of the model (generate) runs it in _start_of_forward_hook before any

@@ -16,15 +16,16 @@ bool Process::access(ModuleIndex context, const Op& op, bool rg) {
   const ModuleIndex owner = scenario_.params[op.param].owner;
   const Status status = params_.status[p];
   const ModuleIndex top = stack_top();
-  // The getter's call is an event in an engine forward, where the getter may act, and in a
-  // replay inside backward, where it does nothing (`_in_forward` is off) but the read is what a
-  // recompute mismatch comes from; a recorder of a real run writes both. A module called
-  // outside the engine (a generate loop) reads through it to no effect: no event, as in real
+  // The getter's call is an event during a call of the root (engine forward or generate's
+  // direct call), where the getter may act, and in a replay inside backward, where it does
+  // nothing (`_in_forward` is off) but the read is what a recompute mismatch comes from; a
+  // recorder of a real run writes both. A module called outside any root call (generate's
+  // encoder call, a PEFT base model's loop) reads through it to no effect: no event, as in real
   // recordings (docs/trace-format.md, "Accesses").
   if (in_forward_ || in_graph_task_) {
     emitter_.emit(EventKind::Access, top == kForeign ? model::kNone : top, p, -1, -1, status);
   }
-  // Discovery happens only in an eager forward through the engine (2.12, 10.18).
+  // Discovery happens only in an eager forward, inside a call of the root (2.12, 10.18).
   const bool eager = in_forward_ && top != kForeign;
   bool registered = false;
   if (status == Status::NotAvailable) {
