@@ -18,6 +18,9 @@ using trace::EventKind;
 
 // most_recent's default for params not popped in this pass (partitioned_param_coordinator.py).
 constexpr int64_t kNeverFetched = -10'000'000'000;
+// The smallest partition the NVMe swapper takes: max(MIN_AIO_BYTES, aio.block_size), both 1 MiB
+// by default (deepspeed/runtime/swap_tensor/utils.py, constants.py); aio is not read.
+constexpr int64_t kMinAioBytes = 1 << 20;
 
 }  // namespace
 
@@ -39,6 +42,14 @@ Coordinator::Coordinator(const model::Scenario& scenario, ParamState& params, Mo
       nvme_(scenario.config.zero.offload_param.device == model::OffloadDevice::Nvme),
       next_group_(gather_groups) {
   const size_t n = scenario.params.size();
+  // Init._partition_param puts a partition on NVMe only when the swapper can take it
+  // (swappable_tensor: at least MIN_AIO_BYTES, 1 MiB, with the default aio block size); a
+  // smaller one stays in CPU memory and is never swapped (4.7).
+  nvme_partition_.assign(n, 0);
+  for (size_t i = 0; nvme_ && i < n; ++i) {
+    const int64_t element = model::dtype_bytes(scenario.params[i].dtype);
+    nvme_partition_[i] = params_.partition_numel[i] * element >= kMinAioBytes ? 1 : 0;
+  }
   most_recent_.assign(n, kNeverFetched);
   most_recent_epoch_.assign(n, 0);
   mark_.assign(n, 0);
@@ -560,29 +571,31 @@ void Coordinator::prefetch() {
 }
 
 bool Coordinator::on_nvme(ParamIndex p) const {
-  return nvme_ && params_.status[p] == Status::NotAvailable && !params_.swapped_in[p];
+  return nvme_ && nvme_partition_[p] && params_.status[p] == Status::NotAvailable &&
+         !params_.swapped_in[p];
 }
 
 void Coordinator::nvme_read_ahead() {
-  // Asynchronous swap-in of the next queue entries whose partitions are on NVMe, until the
-  // considered elements exceed twice those in flight or the swap buffers run out (4.7).
-  int64_t inflight = 0;
+  // __prefetch_nvme_param_partitions: an asynchronous swap-in of the next queue entries whose
+  // partitions are on NVMe. Every entry counts towards the elements considered (all params have
+  // the swapper), and the walk stops once they exceed twice the registry's elements or this
+  // round's swap-ins reach the free swap buffers (4.7).
+  int64_t registered = 0;
   for (ParamIndex p : inflight_params_) {
-    if (params_.status[p] == Status::Inflight) {
-      inflight += params_.numel[p];
+    if (params_.inflight_group[p] >= 0) {
+      registered += params_.numel[p];
     }
   }
   int64_t considered = 0;
-  for (size_t i = queue_head_; i < param_order_.size() && considered <= 2 * inflight; ++i) {
-    const ParamIndex p = param_order_[i].param;
-    if (!on_nvme(p)) {
-      continue;
-    }
-    if (swap_buffers_used_ >= config_.offload_param.buffer_count) {
+  for (size_t i = queue_head_; i < param_order_.size(); ++i) {
+    if (considered > 2 * registered || swap_buffers_used_ >= config_.offload_param.buffer_count) {
       break;
     }
-    params_.swapped_in[p] = 1;
-    ++swap_buffers_used_;
+    const ParamIndex p = param_order_[i].param;
+    if (on_nvme(p)) {
+      params_.swapped_in[p] = 1;
+      ++swap_buffers_used_;
+    }
     considered += params_.numel[p];
   }
 }

@@ -113,6 +113,7 @@ class Coordinator {
   History& history_;
   Discovery discovery_;
   bool nvme_;  ///< offload_param.device == nvme: partitions live on NVMe unless swapped in
+  std::vector<uint8_t> nvme_partition_;  ///< per param: its partition is on NVMe (large enough)
   int64_t swap_buffers_used_ = 0;
 
   TraceMode mode_ = TraceMode::Invalid;
