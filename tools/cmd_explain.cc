@@ -1,19 +1,15 @@
 // zfetch explain [FILE|-]: explain DeepSpeed ZeRO-3 fetch errors and warnings as pasted.
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <string>
 
+#include "io/input_file.h"
 #include "tools/commands.h"
 #include "tools/ds_message_explain.h"
 #include "tools/ds_messages.h"
 
 namespace zfetch::tools {
 namespace {
-
-// A log of a long run is large; a pasted message is small. Past this, the input is not a log.
-constexpr size_t kMaxInputBytes = size_t{256} << 20;
 
 struct ExplainOptions {
   std::string input = "-";
@@ -22,29 +18,38 @@ struct ExplainOptions {
 int explain(const ExplainOptions& options) {
   const bool from_stdin = options.input == "-";
   const std::string shown = from_stdin ? "<stdin>" : options.input;
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(
-      from_stdin ? nullptr : std::fopen(options.input.c_str(), "rb"), &std::fclose);
-  std::FILE* in = from_stdin ? stdin : file.get();
-  if (in == nullptr) {
-    std::fprintf(stderr, "%s: error: cannot read file: %s\n", shown.c_str(), std::strerror(errno));
+  // Read as every input file is (a directory is an error, a FIFO without a writer is empty), up
+  // to the same limit: a log of a long run fits, /dev/zero does not.
+  io::InputStream in(from_stdin ? "/dev/stdin" : options.input);
+  if (!in.error().empty()) {
+    std::fprintf(stderr, "%s: error: cannot read file: %s\n", shown.c_str(), in.error().c_str());
     return kExitBadInput;
   }
   std::string text;
   char buffer[1 << 16];
-  size_t got = 0;
-  while ((got = std::fread(buffer, 1, sizeof buffer, in)) > 0) {
-    if (text.size() + got > kMaxInputBytes) {
-      std::fprintf(stderr, "%s: error: input larger than %zu MiB\n", shown.c_str(),
-                   kMaxInputBytes >> 20);
+  while (in.stream().read(buffer, sizeof buffer) || in.stream().gcount() > 0) {
+    const auto got = static_cast<size_t>(in.stream().gcount());
+    if (text.size() + got > io::kMaxInputFileBytes) {
+      std::fprintf(stderr,
+                   "%s: error: cannot read file: is larger than the %s limit for input "
+                   "files\n",
+                   shown.c_str(), io::describe_limit(io::kMaxInputFileBytes).c_str());
       return kExitBadInput;
     }
     text.append(buffer, got);
   }
-  if (std::ferror(in) != 0) {
-    std::fprintf(stderr, "%s: error: cannot read file: %s\n", shown.c_str(), std::strerror(errno));
+  if (in.stream().bad()) {
+    std::fprintf(stderr, "%s: error: cannot read file: a read failed\n", shown.c_str());
     return kExitBadInput;
   }
-  const std::vector<DsMessage> messages = find_ds_messages(text);
+  std::vector<DsMessage> messages = find_ds_messages(text);
+  if (messages.size() > kMaxDsMessages) {
+    std::fprintf(stderr,
+                 "%s:%u: note: explaining the first %zu messages; the rest, from this line on, "
+                 "are left out\n",
+                 shown.c_str(), messages[kMaxDsMessages].line, kMaxDsMessages);
+    messages.resize(kMaxDsMessages);
+  }
   if (messages.empty()) {
     std::fprintf(stderr,
                  "%s:1:1: error: no DeepSpeed ZeRO-3 fetch message found (a tracing error, "

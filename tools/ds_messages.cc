@@ -78,17 +78,24 @@ ParamSummary parse_summary(std::string_view dict) {
   return param;
 }
 
-uint32_t line_of(std::string_view text, size_t offset) {
-  return static_cast<uint32_t>(std::count(text.begin(), text.begin() + offset, '\n') + 1);
-}
+// What of a message's first line is quoted: a long line (a tracing error's list of params,
+// printed on one line) is cut there, marked with "...".
+constexpr size_t kMaxQuotedBytes = 1000;
 
 std::string first_line(std::string_view text, size_t offset) {
   const size_t end = text.find('\n', offset);
-  std::string line(text.substr(offset, end == std::string_view::npos ? end : end - offset));
+  std::string_view line = text.substr(offset, end == std::string_view::npos ? end : end - offset);
   while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) {
-    line.pop_back();
+    line.remove_suffix(1);
   }
-  return line;
+  if (line.size() <= kMaxQuotedBytes) {
+    return std::string(line);
+  }
+  size_t cut = kMaxQuotedBytes;
+  while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) {
+    --cut;  // not inside a UTF-8 sequence
+  }
+  return std::string(line.substr(0, cut)) + "...";
 }
 
 }  // namespace
@@ -107,9 +114,62 @@ std::vector<ParamSummary> parse_param_summaries(std::string_view text) {
 // The text without the `[rank3]: ` that torchrun puts before each line of a rank's output, so
 // that a message broken over lines reads as DeepSpeed wrote it. Lines stay where they were.
 std::string without_rank_prefixes(std::string_view text) {
-  static const std::regex prefix(R"((^|\n)\[rank\d+\]: ?)");
-  return std::regex_replace(std::string(text), prefix, "$1");
+  std::string out;
+  out.reserve(text.size());
+  size_t begin = 0;
+  while (begin < text.size()) {
+    const size_t newline = text.find('\n', begin);
+    const size_t end = newline == std::string_view::npos ? text.size() : newline + 1;
+    std::string_view line = text.substr(begin, end - begin);
+    if (line.starts_with("[rank")) {
+      size_t digits = 5;
+      while (digits < line.size() && line[digits] >= '0' && line[digits] <= '9') {
+        ++digits;
+      }
+      if (digits > 5 && line.substr(digits).starts_with("]:")) {
+        line.remove_prefix(digits + 2);
+        if (line.starts_with(' ')) {
+          line.remove_prefix(1);
+        }
+      }
+    }
+    out += line;
+    begin = end;
+  }
+  return out;
 }
+
+// A line longer than this is not one DeepSpeed printed (its longest, a tracing error listing
+// a few thousand params, is a few hundred KB): it is not searched, and a message's text ends
+// this far after its start, so that a pasted binary or one endless line costs linear time.
+constexpr size_t kMaxMessageBytes = size_t{1} << 20;
+
+// A line can start a message only if it holds one of these (each start below holds one): the
+// start's regular expression runs on those lines alone.
+constexpr std::string_view kStartNeedles[] = {
+    "tracing error at step",
+    "Invalidate trace cache @ step",
+    "still have inflight params",
+    "expect param",
+    "expected param",
+    "AssertionError: {'id': ",
+    "is invalid for input of size 0",
+    "} already in registry",
+    "Cannot partition a param in flight",
+    "pop from an empty deque",
+    "Nested GatheredParameters",
+    "Cannot free a ZeRO-3 parameter",
+    "loss must be a scalar tensor",
+    "returned an invalid gradient",
+    "must match the size of tensor b",
+    "doesn't match the broadcast shape",
+    "Cannot reduce scatter",
+    "unknown parameter type",
+    "Error(s) in loading state_dict for",
+    "params_in_bucket",
+    "t.dtype for t in tensors",
+    "active_backward_submodules is empty",
+};
 
 // Which kind a match of find_ds_messages' `starts` is, by a text it holds; the registry's first,
 // since its summary holds `'shape'`.
@@ -140,6 +200,7 @@ std::vector<DsMessage> find_ds_messages(std::string_view raw) {
   const std::string_view text(unprefixed);
   struct Start {
     size_t offset;
+    uint32_t line;
     DsMessage::Kind kind;
   };
   // Where each message starts; a message runs to the next one's start.
@@ -158,30 +219,45 @@ std::vector<DsMessage> find_ds_messages(std::string_view raw) {
       R"(assert len\(set\(p\.ds_id for p in params_in_bucket\)\)|)"
       R"(assert len\(set\(t\.dtype for t in tensors\)\)|)"
       R"(active_backward_submodules is empty during backward pass)");
+  // Every start lies within one line: the lines are searched one at a time, in order.
   std::vector<Start> found;
-  for (auto it = std::cregex_iterator(text.data(), text.data() + text.size(), starts);
-       it != std::cregex_iterator(); ++it) {
-    const std::string match = it->str();
-    const size_t offset = static_cast<size_t>(it->position());
-    // The first needle the match holds names its kind; none: a status assertion.
-    DsMessage::Kind kind = DsMessage::Kind::NotAvailable;
-    for (const auto& [needle, needle_kind] : kKindOfMatch) {
-      if (match.find(needle) != std::string::npos) {
-        kind = needle_kind;
-        break;
+  uint32_t line_number = 1;
+  for (size_t line_begin = 0; line_begin < text.size() && found.size() <= kMaxDsMessages;
+       ++line_number) {
+    const size_t newline = text.find('\n', line_begin);
+    const size_t line_end = newline == std::string_view::npos ? text.size() : newline;
+    const std::string_view line = text.substr(line_begin, line_end - line_begin);
+    const bool candidate =
+        line.size() <= kMaxMessageBytes &&
+        std::any_of(std::begin(kStartNeedles), std::end(kStartNeedles),
+                    [&](std::string_view needle) { return line.find(needle) != line.npos; });
+    for (auto it = candidate ? std::cregex_iterator(line.data(), line.data() + line.size(), starts)
+                             : std::cregex_iterator();
+         it != std::cregex_iterator() && found.size() <= kMaxDsMessages; ++it) {
+      const std::string match = it->str();
+      // The first needle the match holds names its kind; none: a status assertion.
+      DsMessage::Kind kind = DsMessage::Kind::NotAvailable;
+      for (const auto& [needle, needle_kind] : kKindOfMatch) {
+        if (match.find(needle) != std::string::npos) {
+          kind = needle_kind;
+          break;
+        }
       }
+      found.push_back({line_begin + static_cast<size_t>(it->position()), line_number, kind});
     }
-    found.push_back({offset, kind});
+    line_begin = line_end + 1;
   }
+  found.resize(std::min(found.size(), kMaxDsMessages + 1));
 
   std::vector<DsMessage> messages;
   for (size_t i = 0; i < found.size(); ++i) {
     const size_t begin = found[i].offset;
-    const size_t end = i + 1 < found.size() ? found[i + 1].offset : text.size();
+    const size_t end = std::min(i + 1 < found.size() ? found[i + 1].offset : text.size(),
+                                begin + kMaxMessageBytes);
     const std::string body(text.substr(begin, end - begin));
     DsMessage message;
     message.kind = found[i].kind;
-    message.line = line_of(text, begin);
+    message.line = found[i].line;
     message.text = first_line(text, begin);
     std::smatch match;
     switch (message.kind) {

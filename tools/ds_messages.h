@@ -2,6 +2,7 @@
 // structures that `zfetch explain` reasons about. Texts: docs/semantics.md 3.4.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -63,10 +64,15 @@ struct DsMessage {
   bool in_trace_build = false;
   /// StateDictEmpty: a param of the current model has shape torch.Size([0]) (a partition).
   bool partitioned_in_model = false;
-  std::string text;  ///< the message's first line, as written
+  std::string text;  ///< the message's first line, as written (its first 1000 bytes, then "...")
 };
 
-/// Every message of `text`, in order. A message broken over lines (as DeepSpeed prints the
+/// The most messages one explanation covers: a log holds a few (one a rank and step); a paste
+/// of thousands is one message repeated, or not a log.
+inline constexpr size_t kMaxDsMessages = 1000;
+
+/// Every message of `text`, in order, the first kMaxDsMessages + 1 at most (the last says that
+/// there are more). A message broken over lines (as DeepSpeed prints the
 /// tracing error) is joined; repeated identical warnings are kept (each is one pass).
 std::vector<DsMessage> find_ds_messages(std::string_view text);
 

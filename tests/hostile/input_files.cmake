@@ -60,3 +60,23 @@ if(truncated EQUAL 0)
   expect_run(CODE 2 STDERR "long_line.jsonl:2: error: a line longer than 64 MiB"
              COMMAND ${ZFETCH} diff ${dir}/long_line.jsonl ${dir}/seed.jsonl)
 endif()
+
+# explain reads its input as every other input file (a directory, /dev/zero: errors), searches
+# a pasted log in linear time (a line over 1 MiB is skipped, the message after it still found) and
+# explains at most 1000 messages, saying where it stopped.
+expect_run(CODE 2 STDERR "^/dev/zero: error: cannot read file: is larger than the 64 MiB limit for input files"
+           COMMAND ${ZFETCH} explain /dev/zero)
+expect_run(CODE 2 STDERR "a_directory.yaml: error: cannot read file: is a directory"
+           COMMAND ${ZFETCH} explain ${dir}/a_directory.yaml)
+set(message "RuntimeError: active_backward_submodules is empty during backward pass\n")
+string(REPEAT "tracing error at step 1 " 43700 long_line)
+file(WRITE ${dir}/long_log.txt "${long_line}\n${message}")
+expect_run(CODE 0 STDERR "^$" STDOUT_FILE ${dir}/long_log.out COMMAND ${ZFETCH} explain ${dir}/long_log.txt)
+file(READ ${dir}/long_log.out explained)
+if(NOT explained MATCHES "^\\[1\\] line 2: ")
+  message(FATAL_ERROR "the message after the long line is not the first explained:\n${explained}")
+endif()
+string(REPEAT "${message}" 1001 many)
+file(WRITE ${dir}/many_messages.txt "${many}")
+expect_run(CODE 0 STDERR "many_messages.txt:1001: note: explaining the first 1000 messages; the rest, from this line on, are left out"
+           COMMAND ${ZFETCH} explain ${dir}/many_messages.txt)
