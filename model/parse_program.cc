@@ -522,13 +522,10 @@ std::optional<int64_t> ScenarioParser::read_modifier_rank(const Field& field) {
 
 bool ScenarioParser::resolve_gathered_paths(const Field& paths, ModuleIndex module,
                                             GatheredBlock& block) {
-  if (!reader_.expect_seq(paths)) {
-    return false;
-  }
-  if (paths.value.size() == 0) {
-    reader_.error(paths.value,
-                  "'gathered' lists no parameters; give parameter or module paths (a module "
-                  "stands for its parameters(), \"\" for the whole model)");
+  if (!reader_.expect_nonempty_seq(
+          paths,
+          "'gathered' lists no parameters; give parameter or module paths (a module "
+          "stands for its parameters(), \"\" for the whole model)")) {
     return false;
   }
   bool ok = true;

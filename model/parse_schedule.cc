@@ -34,11 +34,8 @@ constexpr std::array kExpectationKeys = {"outcome"sv,    "phase"sv,  "module"sv,
 }  // namespace
 
 void ScenarioParser::read_schedule(const Field& field) {
-  if (!reader_.expect_seq(field)) {
-    return;
-  }
-  if (field.value.size() == 0) {
-    reader_.error(field.value, "the schedule is empty; give at least one 'train' or 'eval'");
+  if (!reader_.expect_nonempty_seq(field,
+                                   "the schedule is empty; give at least one 'train' or 'eval'")) {
     return;
   }
   std::vector<std::string> saved_tags;
@@ -200,11 +197,8 @@ void ScenarioParser::read_schedule_item(const YAML::Node& node,
         item.gathered.modifier_rank = *rank;
       } else if (name == "do") {
         has_body = true;
-        if (!reader_.expect_seq({entry.second, "do", entry.first})) {
-          return;
-        }
-        if (entry.second.size() == 0) {
-          reader_.error(entry.second, "'gathered' has an empty 'do'");
+        if (!reader_.expect_nonempty_seq({entry.second, "do", entry.first},
+                                         "'gathered' has an empty 'do'")) {
           return;
         }
         schedule_path_.push_back(into.size());
@@ -235,13 +229,9 @@ void ScenarioParser::read_schedule_item(const YAML::Node& node,
 
 std::vector<ForwardMode> ScenarioParser::read_forward_modes(const Field& field) {
   std::vector<ForwardMode> modes;
-  if (!reader_.expect_seq(field)) {
-    return modes;
-  }
-  if (field.value.size() == 0) {
-    reader_.error(field.value,
-                  "'forwards' is empty; give the micro-step's root forwards, such "
-                  "as [grad, no_grad]");
+  if (!reader_.expect_nonempty_seq(
+          field,
+          "'forwards' is empty; give the micro-step's root forwards, such as [grad, no_grad]")) {
     return modes;
   }
   for (const YAML::Node& entry : field.value) {

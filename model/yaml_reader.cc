@@ -201,6 +201,17 @@ bool YamlReader::expect_seq(const Field& field) {
   return false;
 }
 
+bool YamlReader::expect_nonempty_seq(const Field& field, std::string_view if_empty) {
+  if (!expect_seq(field)) {
+    return false;
+  }
+  if (field.value.size() == 0) {
+    error(field.value, std::string(if_empty));
+    return false;
+  }
+  return true;
+}
+
 void YamlReader::check_keys(const YAML::Node& map, std::span<const std::string_view> known,
                             std::string_view context) {
   // Each key by name, so that 10^5 keys take a hash lookup each instead of a scan of the others.

@@ -89,6 +89,9 @@ class YamlReader {
   /// True if the value is a mapping; otherwise reports "expected a mapping for 'name', got ...".
   bool expect_map(const Field& field);
   bool expect_seq(const Field& field);
+  /// True if the value is a list with at least one entry; otherwise reports what expect_seq
+  /// does, or `if_empty` at the empty list.
+  bool expect_nonempty_seq(const Field& field, std::string_view if_empty);
 
   /// Reports every key of `map` not in `known` (with a suggestion) and every repeated key.
   /// `context` names the block in messages: "unknown key 'x' in <context>".

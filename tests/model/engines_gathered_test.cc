@@ -192,6 +192,7 @@ schedule: [{eval: 1}]
 schedule:
   - gathered: {params: [a.x], do: [{eval: 1}]}
   - gathered: {do: [{eval: 1}]}
+  - gathered: {params: [a], do: []}
 )") == "input:9:18: error: 'gathered' lists no parameters; give parameter or module paths (a "
        "module stands for its parameters(), \"\" for the whole model)\n"
        "    - {gathered: [], body: [{call: a}]}\n"
@@ -209,7 +210,10 @@ schedule:
        "input:12:25: note: did you mean 'a.w'?\n"
        "input:13:5: error: 'gathered' needs 'params'\n"
        "  - gathered: {do: [{eval: 1}]}\n"
-       "    ^~~~~~~~\n");
+       "    ^~~~~~~~\n"
+       "input:14:33: error: 'gathered' has an empty 'do'\n"
+       "  - gathered: {params: [a], do: []}\n"
+       "                                ^\n");
   }
 
   TEST_CASE(
