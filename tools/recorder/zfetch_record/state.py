@@ -1,4 +1,5 @@
-"""Recorder state and event output: the current run's trace file, counters and context stack.
+"""Recorder state and event output: the current run's trace file (trace_file.py), counters and
+context stack.
 
 Events follow zfetch's trace format (docs/trace-format.md), in its key order:
 
@@ -14,6 +15,8 @@ import weakref
 from collections import OrderedDict
 
 import torch
+
+from .trace_file import TraceFile
 
 # ----------------------------------------------------------------------------------------------
 # state
@@ -149,7 +152,7 @@ def _emit(kind, module=None, param=None, trace_step=None, status=None, numel=Non
         ev["bytes"] = int(nbytes)
     if group is not None:
         ev["group"] = int(group)
-    R.out.write(json.dumps(ev, separators=(",", ":")) + "\n")
+    R.out.write(ev)
     R.seq += 1
     if R.live is not None:
         _note_live()
@@ -205,7 +208,7 @@ def open_trace(path, scenario, world_size, discovery, notes_path=None, live_memo
     except Exception:
         R.rank = 0
     set_policy(discovery)
-    R.out = open(path, "w")
+    R.out = TraceFile(path)
     R.notes = open(notes_path, "w") if notes_path else None
     R.seq = 0
     R.engine = -1
@@ -220,7 +223,7 @@ def open_trace(path, scenario, world_size, discovery, notes_path=None, live_memo
     R.live = live.LiveMemory() if live_memory and R.notes is not None else None
     header = OrderedDict([("format", "zfetch-trace"), ("version", 1), ("scenario", scenario),
                           ("world_size", int(world_size)), ("discovery", discovery)])
-    R.out.write(json.dumps(header, separators=(",", ":")) + "\n")
+    R.out.write(header)
 
 
 def close_trace():
