@@ -287,10 +287,12 @@ class RunSinks {
   RunSinks(const RunSinks&) = delete;
   RunSinks& operator=(const RunSinks&) = delete;
 
-  // Flushes the trace; a failed write is seen by RunFiles::finish(), with the other outputs.
-  void flush_trace() {
-    if (writer_) {
-      writer_->flush();
+  // Flushes the trace into `trace`; a failed write fails it, which RunFiles::finish() reports
+  // with the other outputs (a regular file's failed write is not in its stream's error flag).
+  void flush_trace(OutputFile& trace) {
+    if (writer_ && !writer_->flush()) {
+      const int cause = writer_->error_number();
+      trace.fail(cause != 0 ? std::strerror(cause) : "write error");
     }
   }
 
@@ -376,7 +378,9 @@ void write_outputs(const RunInputs& inputs, const sim::Outcome& outcome,
     }
   }
 #endif
-  sinks.flush_trace();
+  if (files.trace != nullptr) {
+    sinks.flush_trace(*files.trace);
+  }
 }
 
 // What the run found, for the printed result.

@@ -3,9 +3,11 @@
 #include "trace/writer.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstring>
 #include <span>
 #include <string_view>
@@ -117,11 +119,12 @@ std::array<PaddedName, kMaxNames> make_padded_names(std::span<const std::string_
 const auto kKindTable = make_padded_names(event_kind_names());
 const auto kPhaseTable = make_padded_names(phase_names());
 
-// Only a file's chunks need to reach it whole (a memory stream's buffer is its content).
-bool writes_regular_file(std::FILE* out) {
+// The descriptor of `out` when it is a regular file, else -1: only a file's chunks need to
+// reach it whole (a memory stream's buffer is its content, and has no descriptor).
+int regular_file_descriptor(std::FILE* out) {
   struct stat info {};
   const int fd = ::fileno(out);
-  return fd >= 0 && ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
+  return fd >= 0 && ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) ? fd : -1;
 }
 
 char* write_padded(const PaddedName& name, char* out) {
@@ -132,8 +135,11 @@ char* write_padded(const PaddedName& name, char* out) {
 }  // namespace
 
 TraceWriter::TraceWriter(std::FILE* out, const TraceHeader& header) : out_(out) {
-  if (writes_regular_file(out_)) {
-    std::setvbuf(out_, nullptr, _IONBF, 0);
+  fd_ = regular_file_descriptor(out_);
+  // What the caller wrote to `out` reaches the file first, and the descriptor's position is
+  // then the stream's.
+  if (fd_ >= 0 && std::fflush(out_) != 0) {
+    fail(errno);
   }
   // A short trace (a test, a fuzz input) never needs the whole chunk; the buffer grows to it.
   buffer_.reserve(kFirstCapacity);
@@ -241,16 +247,45 @@ void TraceWriter::write_all() {
 }
 
 void TraceWriter::write(const char* data, size_t size) {
-  if (size != 0 && ok_ && std::fwrite(data, 1, size, out_) != size) {
-    ok_ = false;
-  }
   bytes_ += size;
+  if (!ok_) {
+    return;
+  }
+  if (fd_ < 0) {
+    errno = 0;
+    if (size != 0 && std::fwrite(data, 1, size, out_) != size) {
+      fail(errno);
+    }
+    return;
+  }
+  // write() may write less than asked (a signal, a nearly full disk): write the rest.
+  while (size != 0) {
+    const ssize_t written = ::write(fd_, data, size);
+    if (written < 0 && errno == EINTR) {
+      continue;
+    }
+    if (written <= 0) {
+      fail(written < 0 ? errno : 0);
+      return;
+    }
+    data += written;
+    size -= static_cast<size_t>(written);
+  }
+}
+
+void TraceWriter::fail(int error_number) {
+  if (ok_) {
+    ok_ = false;
+    error_number_ = error_number;
+  }
 }
 
 bool TraceWriter::flush() {
   write_all();
-  if (ok_ && std::fflush(out_) != 0) {
-    ok_ = false;
+  errno = 0;
+  // A regular file's bytes went straight to its descriptor; stdio holds none of them.
+  if (ok_ && fd_ < 0 && std::fflush(out_) != 0) {
+    fail(errno);
   }
   return ok_;
 }

@@ -2,7 +2,11 @@
 #include "trace/writer.h"
 
 #include <doctest/doctest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -113,6 +117,76 @@ TEST_SUITE("trace") {
     CHECK(written == expected);
   }
 
+  TEST_CASE("writer: a caller's FILE keeps its buffering and what it wrote before and after") {
+    // The caller wrote to the stream first and sets its own buffering: the trace follows what
+    // it wrote, and what it writes afterwards stays in its buffer until it flushes.
+    std::vector<Event> events;
+    for (int round = 0; round < 10000; ++round) {
+      for (Event e : sample_events()) {
+        e.seq += static_cast<uint64_t>(round) * 1000;
+        events.push_back(e);
+      }
+    }
+    const std::string trace = write_trace(sample_header(), events);
+    REQUIRE(trace.size() > 2 * TraceWriter::kChunkBytes);
+    const testing::TempFile file("");
+    std::FILE* out = std::fopen(file.path().c_str(), "wb");
+    REQUIRE(out != nullptr);
+    std::vector<char> caller_buffer(1 << 16);
+    REQUIRE(std::setvbuf(out, caller_buffer.data(), _IOFBF, caller_buffer.size()) == 0);
+    std::fputs("before\n", out);
+    {
+      TraceWriter writer(out, sample_header());
+      for (const Event& e : events) {
+        writer.on_event(e);
+      }
+      CHECK(writer.flush());
+    }
+    std::fputs("after\n", out);
+    struct stat info {};
+    REQUIRE(::stat(file.path().c_str(), &info) == 0);
+    CHECK(static_cast<size_t>(info.st_size) == std::string("before\n").size() + trace.size());
+    REQUIRE(std::fclose(out) == 0);
+    std::ifstream in(file.path(), std::ios::binary);
+    const std::string written((std::istreambuf_iterator<char>(in)),
+                              std::istreambuf_iterator<char>());
+    CHECK(written == "before\n" + trace + "after\n");
+  }
+
+  TEST_CASE("writer: a failed write to a regular file is reported, with its errno") {
+    // A file size limit below one chunk: the write past it fails with EFBIG (SIGXFSZ ignored).
+    rlimit before{};
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &before) == 0);
+    constexpr rlim_t kLimit = TraceWriter::kChunkBytes / 2;
+    if (before.rlim_max != RLIM_INFINITY && before.rlim_max < kLimit) {
+      return;  // a lower hard limit than this test sets
+    }
+    const testing::TempFile file("");
+    std::FILE* out = std::fopen(file.path().c_str(), "wb");
+    REQUIRE(out != nullptr);
+    const auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit limited = before;
+    limited.rlim_cur = kLimit;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &limited) == 0);
+    bool flushed = true;
+    int error_number = 0;
+    {
+      TraceWriter writer(out, sample_header());
+      Event e;
+      e.module_id = 1;
+      const std::string name(TraceWriter::kChunkBytes, 'x');
+      e.module = name;
+      writer.on_event(e);
+      flushed = writer.flush();
+      error_number = writer.error_number();
+    }
+    ::setrlimit(RLIMIT_FSIZE, &before);
+    std::signal(SIGXFSZ, previous_handler);
+    std::fclose(out);
+    CHECK_FALSE(flushed);
+    CHECK(error_number == EFBIG);
+  }
+
   TEST_CASE("writer: a very long name grows the buffer and is written whole") {
     const std::string name(3 * TraceWriter::kChunkBytes, 'x');
     Event e;
@@ -133,6 +207,7 @@ TEST_SUITE("trace") {
       writer.on_event(Event{});
       CHECK_FALSE(writer.flush());
       CHECK_FALSE(writer.ok());
+      CHECK(writer.error_number() == ENOSPC);
     }
     std::fclose(out);
   }
