@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,12 +32,15 @@ constexpr std::array<int64_t, 5> kSmallNumels = {1, 4, 8, 16, 64};
 constexpr std::array<const char*, 3> kParamNames = {"w", "v", "u"};
 // Keys the stream of the calls' `input:` / `input_from:` draws (any constant other than 0).
 constexpr uint64_t kCallInputStream = 0x1a9e7f3c5b2d4e61;
+// Keys the stream of the calls' `output: leaf` draws (another constant).
+constexpr uint64_t kCallOutputStream = 0x6c3b8e52f1a9d047;
 
 class Generator {
  public:
   Generator(uint64_t seed, uint64_t index, GeneratorProfile profile)
       : rng_(seed, index),
         inputs_rng_(seed ^ kCallInputStream, index),
+        outputs_rng_(seed ^ kCallOutputStream, index),
         runner_(profile == GeneratorProfile::Runner) {
     s_.name = fmt::format("fuzz-{}-{}", seed, index);
     s_.source = fmt::format("zfetch fuzz --seed {}: scenario {}", seed, index);
@@ -56,6 +60,9 @@ class Generator {
     draw_config();
     draw_schedule();
     s_.input_requires_grad = rng_.chance(40);
+    if (!runner_) {
+      draw_output_leaves();
+    }
     return std::move(s_);
   }
 
@@ -513,8 +520,77 @@ class Generator {
     }
   }
 
+  // ---- what a call's output becomes ----
+
+  // Nothing `ops` compute requires grad when their input does not: every parameter they read
+  // or return is frozen, every module they call is so too, and none of their calls makes its
+  // output a leaf.
+  [[nodiscard]] bool ops_without_grad(std::span<const Op> ops) const {
+    return std::all_of(ops.begin(), ops.end(), [&](const Op& op) {
+      switch (op.kind) {
+      case Op::Kind::Access:
+      case Op::Kind::Return:
+        return s_.params[op.param].frozen;
+      case Op::Kind::Call:
+        return !op.output_leaf && module_without_grad(op.callee);
+      default:
+        return ops_without_grad(op.body);
+      }
+    });
+  }
+
+  // Module m's output requires grad only when its input does: its own parameters are frozen,
+  // and its forward (or, without one, each child) computes nothing with grad. A forward calls
+  // only modules below its own, so this ends.
+  [[nodiscard]] bool module_without_grad(ModuleIndex m) const {
+    const ModuleSpec& module = s_.modules[m];
+    const bool frozen = std::all_of(module.params.begin(), module.params.end(),
+                                    [&](ParamIndex p) { return s_.params[p].frozen; });
+    if (!frozen) {
+      return false;
+    }
+    if (module.has_forward) {
+      return ops_without_grad(module.forward);
+    }
+    return std::all_of(module.children.begin(), module.children.end(),
+                       [&](ModuleIndex child) { return module_without_grad(child); });
+  }
+
+  // Now and then a call whose output cannot require grad is marked `output: leaf`: the model
+  // detaches it and makes it a leaf that requires grad (`embed(ids).detach().requires_grad_()`,
+  // docs/scenario-format.md), the only place the format gives it a meaning (zfetch does not cut
+  // a backward that the output would have had). Such a call is a top-level call of a forward,
+  // to a module that computes nothing with grad, fed either `input: no_grad`, or the root's
+  // input that requires no grad (`input_requires_grad: false`) through a root that computed
+  // nothing with grad before it (a frozen embedding fed token ids). The modules are visited
+  // from the last, so a call below is marked before the calls above it are judged. Drawn last,
+  // from a stream of its own: every other draw is the one the generator made before.
+  void draw_output_leaves() {
+    for (auto m = static_cast<ModuleIndex>(s_.modules.size()); m-- > 0;) {
+      ModuleSpec& module = s_.modules[m];
+      const std::span<Op> ops(module.forward);
+      const bool root_without_grad = m == 0 && !s_.input_requires_grad &&
+                                     std::all_of(module.params.begin(), module.params.end(),
+                                                 [&](ParamIndex p) { return s_.params[p].frozen; });
+      for (size_t i = 0; i < ops.size(); ++i) {
+        Op& op = ops[i];
+        if (op.kind != Op::Kind::Call || !module_without_grad(op.callee)) {
+          continue;
+        }
+        const bool input_without_grad =
+            op.input == model::CallInput::NoGrad ||
+            (root_without_grad && op.input != model::CallInput::OutputOf &&
+             ops_without_grad(ops.first(i)));
+        if (input_without_grad && outputs_rng_.chance(70)) {
+          op.output_leaf = true;
+        }
+      }
+    }
+  }
+
   CounterRng rng_;
-  CounterRng inputs_rng_;  // only for draw_call_inputs
+  CounterRng inputs_rng_;   // only for draw_call_inputs
+  CounterRng outputs_rng_;  // only for draw_output_leaves
   bool runner_;
   Scenario s_;
   int64_t threshold_ = 0;

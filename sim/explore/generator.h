@@ -25,7 +25,8 @@ enum class GeneratorProfile : uint8_t {
 /// sibling, ancestor and root accesses, data and metadata, modules called several times,
 /// reentrant and non-reentrant checkpoint regions, nested ones, `when` conditions, returned
 /// and tied params, and under the Full profile calls fed `input: no_grad`, `input:
-/// forward_input` or `input_from:` an earlier call), config and schedule (accumulation, eval
+/// forward_input` or `input_from:` an earlier call, and `output: leaf` on calls whose output
+/// would need no grad), config and schedule (accumulation, eval
 /// passes, save / restart / load, empty_partition_cache) are all drawn from it. The result loads
 /// back identically from model::write_scenario_yaml (modules and params in file order).
 model::Scenario generate_scenario(uint64_t seed, uint64_t index, GeneratorProfile profile);

@@ -13,6 +13,7 @@
 #include "model/scenario_writer.h"
 #include "sim/explore/event_digest.h"
 #include "sim/simulator.h"
+#include "trace/sink.h"
 
 namespace zfetch::sim {
 namespace {
@@ -50,6 +51,31 @@ std::vector<std::pair<model::CallInput, bool>> call_inputs(const model::Scenario
   }
   return out;
 }
+
+// Calls marked `output: leaf` in `ops`, and how often each module is called there, nested
+// calls included.
+void collect_calls(const std::vector<model::Op>& ops, std::vector<model::ModuleIndex>& leaves,
+                   std::map<model::ModuleIndex, int>& calls) {
+  for (const model::Op& op : ops) {
+    if (op.kind == model::Op::Kind::Call) {
+      ++calls[op.callee];
+      if (op.output_leaf) {
+        leaves.push_back(op.callee);
+      }
+    }
+    collect_calls(op.body, leaves, calls);
+  }
+}
+
+// Pre-backward hooks by module (index into the scenario's modules).
+struct BackwardPreCount final : trace::EventSink {
+  std::map<uint32_t, int> by_module;
+  void on_event(const trace::Event& e) override {
+    if (e.kind == trace::EventKind::BackwardPre) {
+      ++by_module[e.module_index];
+    }
+  }
+};
 
 TEST_SUITE("explore") {
   TEST_CASE("generator: scenario i of seed s does not depend on what was drawn before") {
@@ -111,6 +137,52 @@ TEST_SUITE("explore") {
            call_inputs(generate_scenario(3, i, GeneratorProfile::Runner))) {
         CHECK(input == model::CallInput::Running);
       }
+    }
+  }
+
+  TEST_CASE("generator: `output: leaf` only on a call whose output would need no grad") {
+    // The format gives `output: leaf` a meaning only there (zfetch does not cut a backward the
+    // output would have had). Without the marks, a callee that only this call runs then gets
+    // no pre-backward hook: its output never required grad.
+    int scenarios_with_leaves = 0;
+    int checked = 0;
+    for (uint64_t i = 0; i < 3000; ++i) {
+      model::Scenario s = generate_scenario(5, i, GeneratorProfile::Full);
+      std::vector<model::ModuleIndex> leaves;
+      std::map<model::ModuleIndex, int> calls;
+      for (const model::ModuleSpec& m : s.modules) {
+        collect_calls(m.forward, leaves, calls);
+      }
+      if (leaves.empty()) {
+        continue;
+      }
+      ++scenarios_with_leaves;
+      INFO(model::write_scenario_yaml(s));
+      for (model::ModuleSpec& m : s.modules) {
+        for (model::Op& op : m.forward) {
+          op.output_leaf = false;  // the generator marks only a forward's top-level calls
+        }
+      }
+      BackwardPreCount hooks;
+      simulate(s, Options{}, hooks);
+      for (const model::ModuleIndex callee : leaves) {
+        // Called by no other op, nor by its parent's default forward (each child in turn).
+        if (calls[callee] == 1 && s.modules[s.modules[callee].parent].has_forward) {
+          CHECK(hooks.by_module[callee] == 0);
+          ++checked;
+        }
+      }
+    }
+    CHECK(scenarios_with_leaves >= 40);
+    CHECK(checked >= 25);
+    for (uint64_t i = 0; i < 300; ++i) {  // the runner profile's scenarios are as before
+      std::vector<model::ModuleIndex> leaves;
+      std::map<model::ModuleIndex, int> calls;
+      const model::Scenario s = generate_scenario(3, i, GeneratorProfile::Runner);
+      for (const model::ModuleSpec& m : s.modules) {
+        collect_calls(m.forward, leaves, calls);
+      }
+      CHECK(leaves.empty());
     }
   }
 
