@@ -16,8 +16,21 @@
 #include "tests/trace/trace_test_util.h"
 
 namespace zfetch::trace {
+namespace {
+// The sample events `rounds` times over, each round's seq 1000 above the last's.
+std::vector<Event> repeated_sample_events(int rounds) {
+  std::vector<Event> events;
+  for (int round = 0; round < rounds; ++round) {
+    for (Event e : testing::sample_events()) {
+      e.seq += static_cast<uint64_t>(round) * 1000;
+      events.push_back(e);
+    }
+  }
+  return events;
+}
+}  // namespace
+
 TEST_SUITE("trace") {
-  using testing::sample_events;
   using testing::sample_header;
   using testing::write_trace;
 
@@ -69,13 +82,7 @@ TEST_SUITE("trace") {
   }
 
   TEST_CASE("writer: two writes of the same events are byte-identical") {
-    std::vector<Event> events;
-    for (int round = 0; round < 3000; ++round) {  // several chunks' worth
-      for (Event e : sample_events()) {
-        e.seq += static_cast<uint64_t>(round) * 1000;
-        events.push_back(e);
-      }
-    }
+    const std::vector<Event> events = repeated_sample_events(3000);  // several chunks' worth
     const std::string first = write_trace(sample_header(), events);
     const std::string second = write_trace(sample_header(), events);
     CHECK(first.size() > 4 * TraceWriter::kChunkBytes);
@@ -85,13 +92,7 @@ TEST_SUITE("trace") {
   TEST_CASE("writer: a regular file gets the bytes a memory stream gets, chunk by chunk") {
     // A regular file is written unbuffered in whole chunks, with what is left of each line
     // carried into the next chunk; a name longer than two chunks makes one line span three.
-    std::vector<Event> events;
-    for (int round = 0; round < 3000; ++round) {
-      for (Event e : sample_events()) {
-        e.seq += static_cast<uint64_t>(round) * 1000;
-        events.push_back(e);
-      }
-    }
+    std::vector<Event> events = repeated_sample_events(3000);
     const std::string long_name(2 * TraceWriter::kChunkBytes + 7, 'm');
     events[events.size() / 2].module = long_name;
     const std::string expected = write_trace(sample_header(), events);
@@ -120,13 +121,7 @@ TEST_SUITE("trace") {
   TEST_CASE("writer: a caller's FILE keeps its buffering and what it wrote before and after") {
     // The caller wrote to the stream first and sets its own buffering: the trace follows what
     // it wrote, and what it writes afterwards stays in its buffer until it flushes.
-    std::vector<Event> events;
-    for (int round = 0; round < 10000; ++round) {
-      for (Event e : sample_events()) {
-        e.seq += static_cast<uint64_t>(round) * 1000;
-        events.push_back(e);
-      }
-    }
+    const std::vector<Event> events = repeated_sample_events(10000);
     const std::string trace = write_trace(sample_header(), events);
     REQUIRE(trace.size() > 2 * TraceWriter::kChunkBytes);
     const testing::TempFile file("");
