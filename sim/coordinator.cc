@@ -602,7 +602,7 @@ void Coordinator::nvme_read_ahead() {
 
 // ---- release (4.3, 2.9, 2.11) ----
 
-const std::vector<ParamIndex>& Coordinator::params_to_release(ModuleIndex m, int32_t s) {
+std::vector<ParamIndex>& Coordinator::params_to_release(ModuleIndex m, int32_t s) {
   const auto step = static_cast<size_t>(s);
   if (step >= release_memo_by_step_.size()) {
     release_memo_by_step_.resize(step + 1);
@@ -646,7 +646,17 @@ void Coordinator::release(ModuleIndex m, bool forward) {
   ++mark_epoch_;
   const uint32_t in_release_set = mark_epoch_;
   if (mode_ == TraceMode::Complete) {
-    for (ParamIndex p : params_to_release(m, step_id_)) {
+    std::vector<ParamIndex>& memo = params_to_release(m, step_id_);
+    if (!forward) {
+      // release_sub_module adds the recompute params to the set __params_to_release returned,
+      // and that set is the lru_cache's own: later releases of (m, step) see them too (4.3).
+      for (ParamIndex p : modules_.recompute[m]) {
+        if (!params_.persist[p] && std::find(memo.begin(), memo.end(), p) == memo.end()) {
+          memo.push_back(p);
+        }
+      }
+    }
+    for (ParamIndex p : memo) {
       mark_[p] = in_release_set;
     }
   } else {

@@ -89,7 +89,8 @@ class Coordinator {
   void prefetch();
   [[nodiscard]] bool on_nvme(ParamIndex p) const;
   void nvme_read_ahead();
-  const std::vector<ParamIndex>& params_to_release(ModuleIndex m, int32_t s);
+  /// The memo entry itself: a backward release adds its recompute params to it (4.3).
+  std::vector<ParamIndex>& params_to_release(ModuleIndex m, int32_t s);
   void agree(CollectiveKind kind, std::vector<int64_t> values,
              std::vector<ModuleIndex> modules = {});
   [[noreturn]] void raise_mismatch(ModuleIndex m, std::span<const ParamIndex> need,
