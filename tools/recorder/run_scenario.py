@@ -488,6 +488,8 @@ class Runner:
         st = {"engine": None, "model": None, "engine_micro": 0,
               "where": {"engine": 0, "micro_step": None, "call": "initialize"}}
         CTX.engine, CTX.step, CTX.micro, CTX.eval = -1, 0, 0, False
+        # A run that failed inside a generate item leaves these set: reset them for the next run.
+        CTX.generating, CTX.forward = False, 0
         session = zr.start_from_environment() if args.recorder_from_environment else None
         if session is not None and session.policy != policy:
             raise ValueError(f"ZFETCH_RECORD records under {session.policy}, this run is {policy}")

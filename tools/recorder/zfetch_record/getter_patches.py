@@ -11,7 +11,7 @@ from collections import OrderedDict
 
 import torch
 
-from .state import CO, R, emit, graph_task_active, guard, name_of, note, notify, status_of
+from .state import CO, R, _phase, emit, graph_task_active, guard, name_of, note, notify, status_of
 
 
 def patch(ds):
@@ -95,7 +95,16 @@ def patch(ds):
         in_task = graph_task_active()
         external = top is not None and top is not owner
         if external and (in_fwd or in_task):
-            R.ctx.append({"phase": "recompute" if (in_task and not in_fwd) else None})
+            if in_task and not in_fwd:
+                phase = "recompute"
+            elif _phase() == "none":
+                # A call of the root outside engine.forward (generate): its hooks set
+                # _in_forward all the same; the read belongs to that forward, labelled as its
+                # hooks label it.
+                phase = "fwd" if top.training else "eval"
+            else:
+                phase = None
+            R.ctx.append({"phase": phase})
             try:
                 emit("access", module=top, param=param, status=status_of(param))
                 notify("external_access", top, param)
