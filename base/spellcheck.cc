@@ -10,21 +10,37 @@ namespace zfetch::base {
 
 namespace {
 
-// The edit distance of `a` and `b` if it is at most `bound`, otherwise a number above `bound`:
-// the table is filled one row at a time, and a row's minimum never decreases further down, so
-// the fill stops at the first row whose minimum exceeds `bound`.
-int edit_distance_within(std::string_view a, std::string_view b, int bound) {
-  std::vector<int> row(b.size() + 1);
-  std::iota(row.begin(), row.end(), 0);
+// The edit distance of `a` and `b` if it is at most `bound`, otherwise a number above `bound`.
+// A path through the table that costs at most `bound` never leaves the band of cells whose row
+// and column differ by at most `bound`, so only that band is filled (cells outside it count as
+// farther than the band); a row's minimum never decreases further down, so the fill stops at
+// the first row whose minimum exceeds `bound`. `row` is the caller's, so that a search over
+// many candidates allocates it once.
+int edit_distance_within(std::string_view a, std::string_view b, int bound, std::vector<int>& row) {
+  const size_t band =
+      std::min(static_cast<size_t>(std::max(bound, 0)), std::max(a.size(), b.size()));
+  const size_t length_difference = std::max(a.size(), b.size()) - std::min(a.size(), b.size());
+  if (length_difference > band) {
+    return static_cast<int>(length_difference);  // the distance is at least that
+  }
+  const int far = static_cast<int>(band) + 1;
+  row.assign(b.size() + 1, far);
+  for (size_t j = 0; j <= std::min(b.size(), band); ++j) {
+    row[j] = static_cast<int>(j);
+  }
   for (size_t i = 1; i <= a.size(); ++i) {
-    int diagonal = row[0];
-    row[0] = static_cast<int>(i);
-    int row_min = row[0];
-    for (size_t j = 1; j <= b.size(); ++j) {
+    const size_t first = i > band ? i - band : 1;  // the band's columns in this row
+    const size_t last = std::min(b.size(), i + band);
+    int diagonal = row[first - 1];
+    int left = first == 1 && i <= band ? static_cast<int>(i) : far;
+    row[first - 1] = left;
+    int row_min = left;
+    for (size_t j = first; j <= last; ++j) {
       const int above = row[j];
       const int replace = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
-      row[j] = std::min({above + 1, row[j - 1] + 1, replace});
-      row_min = std::min(row_min, row[j]);
+      left = std::min({above + 1, left + 1, replace});
+      row[j] = left;
+      row_min = std::min(row_min, left);
       diagonal = above;
     }
     if (row_min > bound) {
@@ -41,6 +57,7 @@ template <typename Word>
 std::optional<std::string> closest_of(std::string_view word, std::span<const Word> candidates) {
   std::optional<std::string> best;
   int best_distance = kMaxSuggestionDistance + 1;
+  std::vector<int> row;
   for (const Word& candidate : candidates) {
     const std::string_view text{candidate};
     if (text == word) {
@@ -52,7 +69,7 @@ std::optional<std::string> closest_of(std::string_view word, std::span<const Wor
     if (std::max(word.size(), text.size()) - shorter >= static_cast<size_t>(best_distance)) {
       continue;  // the distance is at least the difference in length
     }
-    const int distance = edit_distance_within(word, text, best_distance - 1);
+    const int distance = edit_distance_within(word, text, best_distance - 1, row);
     // Strictly less: the first candidate keeps a tie, so suggestions are deterministic.
     if (distance < best_distance) {
       best_distance = distance;
@@ -65,7 +82,8 @@ std::optional<std::string> closest_of(std::string_view word, std::span<const Wor
 }  // namespace
 
 int edit_distance(std::string_view a, std::string_view b) {
-  return edit_distance_within(a, b, std::numeric_limits<int>::max());
+  std::vector<int> row;
+  return edit_distance_within(a, b, std::numeric_limits<int>::max(), row);
 }
 
 std::optional<std::string> closest_word(std::string_view word,

@@ -38,6 +38,17 @@ TEST_SUITE("base") {
     CHECK(closest_word("xxxxxxxxxxxxxxxxxxxxxxxxx", keys) == std::nullopt);
     CHECK_FALSE(closest_word("fp16", keys).has_value());  // an exact match, after the skipped ones
   }
+
+  TEST_CASE("spellcheck: the search's band still finds shifted words") {
+    using namespace std::string_view_literals;
+    // One insertion in front and one deletion at the end: every letter moved one column.
+    const std::array shifted = {"bcdefghijk"sv, "abcdefghij"sv};
+    CHECK(closest_word("xabcdefghi", shifted) == "abcdefghij");
+    // Shifted by one column (2 edits) the word is found; by two (4 edits, the same length) not.
+    const std::array words = {"stage3_max_live_parameters"sv};
+    CHECK(closest_word("xstage3_max_live_parameter", words) == "stage3_max_live_parameters");
+    CHECK_FALSE(closest_word("xystage3_max_live_paramete", words).has_value());
+  }
 }
 
 }  // namespace zfetch::base
