@@ -42,6 +42,10 @@ size_t python_space_length(std::string_view text, bool backwards) {
   if ((byte >= '\t' && byte <= '\r') || (byte >= 0x1C && byte <= 0x1F) || byte == ' ') {
     return 1;
   }
+  // Every wide space is 2 or 3 bytes of UTF-8: an ASCII byte at the end looked at is none.
+  if (byte < 0x80) {
+    return 0;
+  }
   auto matches = [&](std::string_view space) {
     return backwards ? text.ends_with(space) : text.starts_with(space);
   };
@@ -92,6 +96,11 @@ void append_yaml_string(std::string& out, std::string_view text) {
   out += '"';
   for (size_t i = 0; i < text.size(); ++i) {
     const auto byte = static_cast<unsigned char>(text[i]);
+    // Plain ASCII is by far the common byte: it skips the comparisons below.
+    if (byte >= 0x20 && byte < 0x7F && byte != '"' && byte != '\\') {
+      out += static_cast<char>(byte);
+      continue;
+    }
     const std::string_view rest = text.substr(i);
     if (byte == '"' || byte == '\\') {
       out += '\\';
