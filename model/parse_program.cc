@@ -477,10 +477,12 @@ void ScenarioParser::warn_if_constant(const Field& field, const std::vector<int6
   } else {
     return;
   }
-  std::vector<bool> covered(static_cast<size_t>(count), false);
+  // The distinct values in range, not a flag per value the quantity can take: count is up to
+  // gradient_accumulation_steps, which may be 10^12 (a table of flags was a runaway allocation).
+  std::vector<int64_t> matched;
   for (size_t i = 0; i < values.size(); ++i) {
     if (values[i] < count) {
-      covered[static_cast<size_t>(values[i])] = true;
+      matched.push_back(values[i]);
       continue;
     }
     // Point at the value itself when it is one element of a list.
@@ -489,7 +491,11 @@ void ScenarioParser::warn_if_constant(const Field& field, const std::vector<int6
                                : YamlReader::where(field);
     reader_.warning(at, fmt::format("{}: {} can never match ({})", key, values[i], why));
   }
-  if (!values.empty() && std::find(covered.begin(), covered.end(), false) == covered.end()) {
+  std::sort(matched.begin(), matched.end());
+  matched.erase(std::unique(matched.begin(), matched.end()), matched.end());
+  // Values are at least 0 (read_int_list's minimum), so count distinct ones below count cover
+  // every value.
+  if (!values.empty() && static_cast<int64_t>(matched.size()) == count) {
     reader_.warning(
         YamlReader::where(field),
         fmt::format("{} matches every value it can take, so it always holds ({})", key, why));

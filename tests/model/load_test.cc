@@ -498,6 +498,14 @@ schedule: [train: 1]
           "input:9:30: warning: rank: 2 can never match (ranks are 0 to 1 with world_size 2)\n"
           "    - {call: a, when: {rank: 2}}\n"
           "                             ^\n");
+    // A value given twice covers one value: [1, 0, 1] covers both micro-steps of 2.
+    CHECK(warnings_of(scenario("{micro_step: [1, 0, 1]}", 2, 1)).find("always holds") !=
+          std::string::npos);
+    CHECK(warnings_of(scenario("{micro_step: [1, 1]}", 2, 1)).empty());
+    // An accumulation of 10^13 is checked without a flag per micro-step (that was 1.25 TB).
+    std::string huge = scenario("{micro_step: [0, 2]}", 2, 1);
+    huge.replace(huge.find("accumulation_steps: 2"), 21, "accumulation_steps: 1e13");
+    CHECK(warnings_of(huge).empty());
   }
 
   TEST_CASE("load: a ds_config JSON file is read, its errors located in it") {
