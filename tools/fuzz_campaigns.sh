@@ -12,8 +12,10 @@
 # the same time; `workers=W` gives every target W jobs instead, `target=W` one target. OUT_DIR
 # receives per target its seeds, its corpus, each job's log (fuzz-J.log), any crash, timeout or
 # leak input (crash-*, timeout-*, leak-*, oom-*), and summary.txt: per target the executions
-# (the sum of every job's stat::number_of_executed_units), the seconds, the rate, the crashes,
-# the jobs and the command. Exit 1 when a target crashed, hung or had a sanitizer report.
+# (the sum of every job's stat::number_of_executed_units), the seconds, the rate, the inputs
+# saved as crashes (crash-*, leak-*, oom-*), and by class what was found: failed checks (a
+# FUZZ_CHECK of the harness, an expectation of zfetch's own), sanitizer reports (ASan, UBSan,
+# LSan) and timeouts; then the jobs and the command. Exit 1 when a target found anything.
 #
 # Why in-process jobs and not -fork: fork mode restarts a process and reloads the corpus for
 # every few hundred inputs, which cost more than the inputs themselves. Why -entropic=0: with the
@@ -28,10 +30,10 @@ EXECS=${3:-10000000}
 SECONDS_MAX=${4:-420}
 shift $(($# < 4 ? $# : 4))
 targets=(scenario trace_reader ds_config timeline sweep_set)
-# CPU microseconds per execution and core under ASan + UBSan, sustained over a 566 s campaign on
-# 16 cores (docs/fuzz.md, "10^7 campaign"); only their ratios matter.
-declare -A cost_us=([scenario]=860 [trace_reader]=30 [ds_config]=290
-                    [timeline]=285 [sweep_set]=315)
+# CPU microseconds per execution and core under ASan + UBSan, sustained over a 555 s campaign on
+# 16 cores from grown corpora (docs/fuzz.md, "10^7 campaign"); only their ratios matter.
+declare -A cost_us=([scenario]=930 [trace_reader]=30 [ds_config]=265
+                    [timeline]=307 [sweep_set]=217)
 cores=$(nproc)
 every=
 declare -A workers
@@ -64,7 +66,7 @@ declare -A dicts=([scenario]=scenario [trace_reader]=trace [ds_config]=ds_config
 # the scenario's the files of scenarios/ up to 1 KiB (101 of them; at 4 KiB an execution
 # averaged 740 us); a --set line is short, and a longer one only makes the key's did-you-mean
 # search slower.
-declare -A max_len=([scenario]=1024 [trace_reader]=4096 [ds_config]=1024 [timeline]=3072
+declare -A max_len=([scenario]=1024 [trace_reader]=4096 [ds_config]=1024 [timeline]=2400
                     [sweep_set]=128)
 # Allocation stacks of 2 frames, not 30, and a 32 MiB quarantine, not 256: recording every
 # allocation's stack and cycling freed memory through a large quarantine took a sixth of
@@ -113,10 +115,14 @@ wait
     took=$(($(cat "$dir/end") - start))
     crashes=$(find "$dir" -maxdepth 1 \( -name 'crash-*' -o -name 'leak-*' -o -name 'oom-*' \) | wc -l)
     timeouts=$(find "$dir" -maxdepth 1 -name 'timeout-*' | wc -l)
-    reports=$(cat "$dir"/fuzz-*.log 2>/dev/null | grep -c '^SUMMARY: ')
-    printf '%-13s %12s %8s %10s %8s (timeouts %s, sanitizer reports %s, jobs %s)\n' "$t" "$n" \
-      "$took" $((n / (took > 0 ? took : 1))) "$crashes" "$timeouts" "$reports" "${workers[$t]}"
-    [ $((crashes + timeouts + reports)) = 0 ] || touch "$RESULTS/failed"
+    # A failed check aborts, which libFuzzer reports as a deadly signal: it is counted once, as
+    # a failed check, and a sanitizer report is one of the sanitizers' own summaries.
+    checks=$(cat "$dir"/fuzz-*.log 2>/dev/null | grep -c ': fuzz check failed: ')
+    reports=$(cat "$dir"/fuzz-*.log 2>/dev/null | grep -cE '^SUMMARY: [A-Za-z]+Sanitizer')
+    printf '%-13s %12s %8s %10s %8s (failed checks %s, sanitizer reports %s, timeouts %s, jobs %s)\n' \
+      "$t" "$n" "$took" $((n / (took > 0 ? took : 1))) "$crashes" "$checks" "$reports" \
+      "$timeouts" "${workers[$t]}"
+    [ $((crashes + checks + reports + timeouts)) = 0 ] || touch "$RESULTS/failed"
   done
   echo
   echo "UBSAN_OPTIONS=$UBSAN_OPTIONS ASAN_OPTIONS=$ASAN_OPTIONS"
@@ -124,6 +130,6 @@ wait
 } | tee "$RESULTS/summary.txt"
 if [ -e "$RESULTS/failed" ]; then
   rm -f "$RESULTS/failed"
-  echo "a target crashed, hung or had a sanitizer report: see $RESULTS/*/fuzz-*.log" >&2
+  echo "a target crashed, failed a check, hung or had a sanitizer report: see $RESULTS/*/fuzz-*.log" >&2
   exit 1
 fi

@@ -27,6 +27,13 @@ model:
 schedule: [{train: 1}]
 )";
 
+// An accepted value is simulated only up to this accumulation: the base scenario's cost grows
+// with it (one pass per micro-step). A campaign's corpus came to set
+// gradient_accumulation_steps in 1,308 of its 3,598 inputs, to 42 on average among the values
+// simulated, and simulating took over half of every execution. Up to 64 the value is still
+// written and loaded back.
+constexpr int64_t kMaxSimulatedAccumulation = 8;
+
 const zfetch::model::Scenario& base() {
   static const zfetch::model::Scenario scenario = [] {
     zfetch::model::LoadResult loaded = zfetch::model::parse_scenario_text("base.yaml", kBase);
@@ -73,8 +80,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } else if (s.world_size <= 64 && s.config.gradient_accumulation_steps <= 64) {
       const zfetch::model::LoadResult again = zfetch::model::parse_scenario_text("set.yaml", after);
       FUZZ_CHECK(again.scenario.has_value());
-      zfetch::trace::NullSink sink;
-      (void)zfetch::sim::simulate(s, {}, sink);
+      if (s.config.gradient_accumulation_steps <= kMaxSimulatedAccumulation) {
+        zfetch::trace::NullSink sink;
+        (void)zfetch::sim::simulate(s, {}, sink);
+      }
     }
     if (comma == std::string_view::npos) {
       break;
