@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/simulator.h"
+#include "tools/cli_numbers.h"
 #include "tools/commands.h"
 #include "tools/outcome_report.h"
 #include "tools/scenario_input.h"
@@ -170,7 +171,8 @@ void setup_check(CLI::App& sub, std::function<int()>& action) {
       ->required();
   sub.add_option("--max-events", options->max_events,
                  "a run that needs more simulated events is bad input (exit 2)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(decimal_unsigned());
   sub.add_option("--set", options->sets,
                  "override a config value in every scenario, KEY=VALUE (as `zfetch sweep --set`)")
       ->allow_extra_args(false);

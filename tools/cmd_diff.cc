@@ -6,6 +6,7 @@
 
 #include "diag/render.h"
 #include "io/input_file.h"
+#include "tools/cli_numbers.h"
 #include "tools/commands.h"
 #include "tools/diff_render.h"
 #include "tools/input_kind.h"
@@ -153,7 +154,8 @@ void setup_diff(CLI::App& sub, std::function<int()>& action) {
                "compare modules and params by name only (two processes' global ids differ)");
   sub.add_flag("--all", o->all, "list every divergence, not only the first");
   sub.add_flag("--json", o->json, "print the report as JSON (docs/diff.md)");
-  sub.add_option("--context", o->context, "events of context around a divergence (default 2)");
+  sub.add_option("--context", o->context, "events of context around a divergence (default 2)")
+      ->check(decimal_unsigned());
   sub.callback([&action, o] { action = [o] { return run_diff(*o); }; });
 }
 

@@ -17,6 +17,7 @@
 #include "sim/explore/generator.h"
 #include "sim/explore/oracles.h"
 #include "sim/explore/shrink.h"
+#include "tools/cli_numbers.h"
 #include "tools/commands.h"
 
 namespace zfetch::tools {
@@ -368,14 +369,16 @@ int run(const FuzzCliOptions& options) {
 
 void setup_fuzz(CLI::App& sub, std::function<int()>& action) {
   auto options = std::make_shared<FuzzCliOptions>();
-  sub.add_option("--seed", options->seed, "seed of the scenario stream (printed; reproduces it)");
+  sub.add_option("--seed", options->seed, "seed of the scenario stream (printed; reproduces it)")
+      ->check(decimal_unsigned());
   sub.add_option("--time", options->time_s, "run for SECONDS instead of a number of scenarios")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_seconds());
   sub.add_option(
-      "--runs", options->runs,
-      fmt::format("scenarios of the whole campaign, all shards (default {})", kDefaultRuns));
+         "--runs", options->runs,
+         fmt::format("scenarios of the whole campaign, all shards (default {})", kDefaultRuns))
+      ->check(decimal_unsigned(1));
   sub.add_option("--jobs", options->jobs, "worker threads (results do not depend on it)")
-      ->check(CLI::Range(1U, 1024U));
+      ->check(decimal_unsigned(1, 1024));
   sub.add_option("--shard", options->shard,
                  "K/N: check only the scenarios whose index is K modulo N");
   sub.add_option("--out", options->out, "folder for shrunk failures (and --emit's scenarios)");
@@ -390,10 +393,12 @@ void setup_fuzz(CLI::App& sub, std::function<int()>& action) {
       ->check(CLI::Range(0, 8));
   sub.add_flag("--json", options->json, "print the summary as JSON");
   sub.add_option("--emit", options->emit,
-                 "write N generated scenarios (runner profile) to --out and check nothing");
+                 "write N generated scenarios (runner profile) to --out and check nothing")
+      ->check(decimal_unsigned(0, 1'000'000));
   sub.add_option("--round-trip-every", options->round_trip_every,
                  "check oracle 5 (YAML and trace round trips) on every Nth scenario (default "
-                 "16; 1: all, 0: none)");
+                 "16; 1: all, 0: none)")
+      ->check(decimal_unsigned());
   action = [options] { return run(*options); };
 }
 

@@ -8,6 +8,7 @@
 
 #include "base/spellcheck.h"
 #include "sim/simulator.h"
+#include "tools/cli_numbers.h"
 #include "tools/commands.h"
 #include "tools/graph_dot.h"
 #include "tools/scenario_input.h"
@@ -87,7 +88,7 @@ void setup_graph(CLI::App& sub, std::function<int()>& action) {
                  "MODULE: only its subtree, its ancestors and what its accesses connect it to");
   sub.add_option("--depth", options->depth,
                  "N: levels of children below the root (or the --focus module)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1'000'000));
   sub.add_flag("--no-fold", options->no_fold,
                "draw every copy of repeated identical subtrees (layers.0 .. layers.31)");
   sub.add_flag("--show-failure", options->show_failure,
@@ -97,7 +98,8 @@ void setup_graph(CLI::App& sub, std::function<int()>& action) {
       ->capture_default_str();
   sub.add_option("--max-events", options->max_events,
                  "with --show-failure: stop with exit 2 after this many simulated events")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(decimal_unsigned());
   sub.callback([&action, options] { action = [options] { return run(*options); }; });
 }
 

@@ -21,6 +21,7 @@
 #include "sim/timeline/cost_model.h"
 #include "sim/timeline/step_log.h"
 #include "sim/timeline/timeline.h"
+#include "tools/cli_numbers.h"
 #include "tools/commands.h"
 #include "tools/order_input.h"
 #include "tools/outcome_report.h"
@@ -538,7 +539,8 @@ void setup_run(CLI::App& sub, std::function<int()>& action) {
                  "directive fails");
   sub.add_option("--max-events", options->max_events,
                  "stop with exit 2 after this many simulated events")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(decimal_unsigned());
   sub.add_option("--set", options->sets,
                  "override a config value, KEY=VALUE (the keys of `zfetch sweep --set`; repeat it)")
       ->allow_extra_args(false);

@@ -10,6 +10,7 @@
 
 #include "model/config_override.h"
 #include "sim/explore/sweep.h"
+#include "tools/cli_numbers.h"
 #include "tools/commands.h"
 #include "tools/output_file.h"
 #include "tools/scenario_input.h"
@@ -323,10 +324,12 @@ void setup_sweep(CLI::App& sub, std::function<int()>& action) {
   sub.add_flag("--allow-fail", options->allow_fail,
                "exit 0 when cells fail (DeepSpeed would raise there); a cell that cannot run "
                "still exits 2");
-  sub.add_option("--jobs,-j", options->jobs, "worker threads (default: all cores)");
+  sub.add_option("--jobs,-j", options->jobs, "worker threads (default: all cores)")
+      ->check(decimal_unsigned());
   sub.add_option("--max-events", options->max_events,
                  "a cell whose run needs more simulated events is an error cell (exit 2)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(decimal_unsigned());
   sub.callback([options, &action] { action = [options] { return run(*options); }; });
 }
 

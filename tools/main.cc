@@ -53,6 +53,11 @@ bool report_unknown_subcommand(int argc, char** argv) {
   return true;
 }
 
+// --help and --version print to stdout: a write that failed is not a success either.
+int finish_help(int code) {
+  return zfetch::tools::finish_stdout() ? code : zfetch::tools::kExitBadInput;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -62,6 +67,11 @@ int main(int argc, char** argv) {
   CLI::App app{"zfetch: simulate and verify DeepSpeed ZeRO-3 parameter-fetch schedules"};
   app.set_version_flag("--version", std::string("zfetch ") + ZFETCH_VERSION);
   app.require_subcommand(1);
+  // CLI11's own errors in zfetch's form, which scripts and editors parse (subcommands copy it).
+  app.failure_message([](const CLI::App* failed, const CLI::Error& e) {
+    return "command line: error: " + std::string(e.what()) + "\n" +
+           CLI::FailureMessage::simple(failed, e).substr(std::string(e.what()).size() + 1);
+  });
   std::function<int()> action;
   for (const Command& command : kCommands) {
     CLI::App* sub = app.add_subcommand(command.name, command.help);
@@ -70,11 +80,11 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    return finish_help(app.exit(e));
   } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
+    return finish_help(app.exit(e));
   } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+    return finish_help(app.exit(e));
   } catch (const CLI::ParseError& e) {
     app.exit(e);
     return zfetch::tools::kExitBadInput;  // CLI11's own codes (100+) map to 2
