@@ -30,10 +30,17 @@ __device__ __forceinline__ std::uint64_t global_ns() {
   return t;
 }
 
-// The compute stand-in: one warp spins for `ns` nanoseconds of the global timer.
-__global__ void replay_spin_kernel(std::uint64_t ns) {
+// The compute stand-in: one warp spins for `ns` nanoseconds of the global timer. With `stamp`,
+// it writes its start and end there (a replay's per-op trace: no node of its own).
+__global__ void replay_spin_kernel(std::uint64_t ns, std::uint64_t* stamp) {
   const std::uint64_t start = global_ns();
-  while (global_ns() - start < ns) {
+  std::uint64_t now = start;
+  while (now - start < ns) {
+    now = global_ns();
+  }
+  if (stamp != nullptr && threadIdx.x == 0) {
+    stamp[0] = start;
+    stamp[1] = now;
   }
 }
 
@@ -135,8 +142,20 @@ class Graph {
     added(kMark);
     return e;
   }
+  // Every compute kernel from now on stamps its start and end into the next two of `slots`
+  // (while `count` kernels have not used them up).
+  void stamp_spins(std::uint64_t* slots, std::size_t count) {
+    stamps_ = slots;
+    stamps_left_ = count;
+  }
   void spin(std::uint64_t ns) {
-    replay_spin_kernel<<<1, 32, 0, prepare(kCompute)>>>(ns);
+    std::uint64_t* stamp = nullptr;
+    if (stamps_left_ > 0) {
+      stamp = stamps_;
+      stamps_ += 2;
+      --stamps_left_;
+    }
+    replay_spin_kernel<<<1, 32, 0, prepare(kCompute)>>>(ns, stamp);
     ZFETCH_CUDA_CHECK_LAUNCH();
     added(kCompute);
   }
@@ -206,6 +225,8 @@ class Graph {
   cudaEvent_t stop_ = nullptr;
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
+  std::uint64_t* stamps_ = nullptr;
+  std::size_t stamps_left_ = 0;
 };
 
 // The gather of one bucket: its params grouped by element size (one fused launch per group),
@@ -483,6 +504,44 @@ void measure_pipelined_h2d(std::uint32_t world, cudaStream_t setup, ReplayCosts&
   m.h2d_pipelined_bytes = static_cast<double>(rotation.front()->shard_bytes);
   m.h2d_pipelined_ns = pipelined(false);
   m.h2d_beside_gather_ns = pipelined(true);
+
+  // What a copy, a gather and compute cost each other when they overlap, and what compute pays
+  // for waiting on another stream's node (ReplayCosts::Overlap), per op of a chain of 16.
+  constexpr std::uint64_t kBesideSpinNs = 400'000;  // longer than the copy
+  constexpr std::uint64_t kShortSpinNs = 5'000;     // shorter than the copy and the gather
+  int next = 0;
+  auto bucket = [&]() -> const Bucket& {
+    return *rotation[static_cast<std::size_t>(next++ % kRotation)];
+  };
+  auto chain = [&](auto&& body) { return time_graph(16, 5, [&](Graph& g) { body(g); }); };
+  ReplayCosts::Overlap& o = m.overlap;
+  o.copy_ns = chain(
+      [&](Graph& g) { g.depend(kCompute, issue_gather(g, bucket(), host.get(), true, false)); });
+  o.gather_ns = chain([&](Graph& g) { round_trip(g, bucket()); });
+  o.copy_and_gather_ns = chain([&](Graph& g) {
+    const Ref copy = issue_gather(g, bucket(), host.get(), true, false);
+    const Ref gather = issue_gather(g, bucket(), nullptr, false, true);
+    g.depend(kCompute, copy);
+    g.depend(kCompute, gather);
+  });
+  o.spin_ns = chain([&](Graph& g) { g.spin(kBesideSpinNs); });
+  o.spin_beside_copy_ns = chain([&](Graph& g) {
+    const Ref copy = issue_gather(g, bucket(), host.get(), true, false);
+    g.spin(kBesideSpinNs);
+    g.depend(kCompute, copy);
+  });
+  o.copy_beside_short_spin_ns = chain([&](Graph& g) {
+    const Ref copy = issue_gather(g, bucket(), host.get(), true, false);
+    g.spin(kShortSpinNs);
+    g.depend(kCompute, copy);
+  });
+  o.gather_beside_short_spin_ns = chain([&](Graph& g) {
+    const Ref gather = issue_gather(g, bucket(), nullptr, false, true);
+    g.spin(kShortSpinNs);
+    g.depend(kCompute, gather);
+  });
+  o.spin_beside_ns = static_cast<double>(kBesideSpinNs);
+  o.short_spin_ns = static_cast<double>(kShortSpinNs);
 }
 
 // The smallest ops as a replay incurs them, measured by the replay itself: synthetic schedules
@@ -553,6 +612,74 @@ void measure_pattern_costs(std::uint32_t world, ReplayCosts& m) {
   m.pattern_small_copy_ns = std::max(0.0, median(copies));
 }
 
+// Large offloaded copies as a prefetching replay runs them, measured by the replay itself:
+// synthetic schedules whose steps issue K offloaded prefetch gathers of 16 MiB shards (4 bf16
+// params, taken in turn from 4 buckets), each gather's copy issued at compute's point, and after
+// each issue a short compute op that waits for the gather issued before (so the copies run back to
+// back on h2d, beside the gathers and the compute kernels, each after a node of another stream).
+// Steps of 2 (not used), 2, 4, 6 and 8 gathers; per copy, the slope of step time over K, three
+// repetitions. For reading: whether a copy in a prefetch pipeline costs more than beside_gather's
+// (docs/gpu.md "Why, measured": on an H200 it does not).
+void measure_prefetch_pipeline(std::uint32_t world, ReplayCosts& m) {
+  constexpr int kRepetitions = 3;
+  constexpr int kRotation = 4;
+  constexpr std::array<int, 5> kGathers = {2, 2, 4, 6, 8};  // the first step is not used
+  constexpr std::uint64_t kShard = 16ULL << 20;
+  constexpr std::int64_t kComputeNs = 20'000;
+  ReplaySchedule s;
+  s.world_size = world;
+  s.offload = true;
+  for (int b = 0; b < kRotation * 4; ++b) {
+    s.params.push_back({kShard * world / 4 / 2, 2});
+  }
+  const auto full = static_cast<std::int64_t>(kShard * world);
+  for (std::size_t k = 0; k < kGathers.size(); ++k) {
+    ReplayOp step;
+    step.kind = ReplayOp::Kind::Step;
+    step.step = static_cast<std::int32_t>(k);
+    s.ops.push_back(step);
+    std::vector<std::uint32_t> issued;
+    auto compute_after = [&](std::uint32_t gather) {
+      ReplayOp c;
+      c.kind = ReplayOp::Kind::Compute;
+      c.dur_ns = kComputeNs;
+      c.waits = {gather};
+      s.ops.push_back(c);
+    };
+    for (int i = 0; i < kGathers[k]; ++i) {
+      ReplayOp op;
+      op.kind = ReplayOp::Kind::Gather;
+      op.gather_kind = "prefetch";
+      const auto first = static_cast<std::uint32_t>(4 * (i % kRotation));
+      op.params = {first, first + 1, first + 2, first + 3};
+      op.full_bytes = full;
+      op.shard_bytes = full / static_cast<std::int64_t>(world);
+      issued.push_back(static_cast<std::uint32_t>(s.ops.size()));
+      s.ops.push_back(op);
+      if (i > 0) {
+        compute_after(issued[issued.size() - 2]);
+      }
+    }
+    compute_after(issued.back());
+    ReplayOp drain;
+    drain.kind = ReplayOp::Kind::Drain;
+    s.ops.push_back(drain);
+  }
+  ReplayConfig config;
+  config.spin_gap_ns = m.spin_gap_ns;
+  m.prefetch_copy_bytes = static_cast<double>(kShard);
+  for (int r = 0; r < kRepetitions; ++r) {
+    const ReplayMeasurement run = run_replay(s, config);
+    std::vector<TimedPoint> pts;
+    for (std::size_t k = 1; k < kGathers.size(); ++k) {
+      pts.push_back({static_cast<double>(kGathers[k]), run.step_median_ns[k]});
+    }
+    const LinearFit f = fit_alpha_bandwidth(pts, 1.0);
+    m.prefetch_copy_repeats_ns.push_back(f.bandwidth_gbps > 0 ? 1.0 / f.bandwidth_gbps : 0.0);
+  }
+  m.prefetch_copy_ns = median(m.prefetch_copy_repeats_ns);
+}
+
 }  // namespace
 
 ReplayCosts measure_replay_costs(std::uint32_t world) {
@@ -619,6 +746,7 @@ ReplayCosts measure_replay_costs(std::uint32_t world) {
   measure_pipelined_h2d(world, setup, m);
   measure_fixed_costs(world, setup, m);
   measure_pattern_costs(world, m);
+  measure_prefetch_pipeline(world, m);
   ZFETCH_CUDA_CHECK(cudaStreamDestroy(setup));
   return m;
 }
@@ -649,8 +777,27 @@ ReplayMeasurement run_replay(const ReplaySchedule& schedule, const ReplayConfig&
     std::memset(host.get(), 0x3c, host.size());
   }
 
+  // The compute ops that get a kernel (walk_replay's rule), for a trace: the lead-in's stamp
+  // first, then theirs in order.
+  std::vector<std::uint32_t> traced_ops;
+  for (std::size_t i = 0; i < schedule.ops.size(); ++i) {
+    const ReplayOp& op = schedule.ops[i];
+    if (op.kind == ReplayOp::Kind::Compute && op.dur_ns > gap) {
+      traced_ops.push_back(static_cast<std::uint32_t>(i));
+    }
+  }
+  const bool trace = config.trace_compute && config.lead_in_ns > 0;
+  const std::size_t stamps = trace ? traced_ops.size() + 1 : 0;
+  DeviceBuffer stamp_buffer(std::max<std::size_t>(stamps, 1) * 2 * sizeof(std::uint64_t));
+  std::vector<std::uint64_t> stamp_host(stamps * 2);
+  std::vector<std::vector<double>> trace_start(traced_ops.size());
+  std::vector<std::vector<double>> trace_end(traced_ops.size());
+
   Graph g(config.reduce_edges);
   g.begin();
+  if (trace) {
+    g.stamp_spins(reinterpret_cast<std::uint64_t*>(stamp_buffer.get()), stamps);
+  }
   if (config.lead_in_ns > 0) {
     g.spin(config.lead_in_ns);
   }
@@ -682,6 +829,19 @@ ReplayMeasurement run_replay(const ReplaySchedule& schedule, const ReplayConfig&
       ZFETCH_CUDA_CHECK(cudaEventElapsedTime(&ms, marks[k], marks[k + 1]));
       out.step_samples[k].push_back(static_cast<double>(ms) * 1e6);
     }
+    if (trace) {
+      ZFETCH_CUDA_CHECK(cudaMemcpy(stamp_host.data(), stamp_buffer.get(),
+                                   stamp_host.size() * sizeof(std::uint64_t),
+                                   cudaMemcpyDeviceToHost));
+      const std::uint64_t zero = stamp_host[1];  // the lead-in's end
+      for (std::size_t k = 0; k < traced_ops.size(); ++k) {
+        trace_start[k].push_back(static_cast<double>(stamp_host[2 * k + 2] - zero));
+        trace_end[k].push_back(static_cast<double>(stamp_host[2 * k + 3] - zero));
+      }
+    }
+  }
+  for (std::size_t k = 0; k < traced_ops.size() && trace; ++k) {
+    out.compute_trace.push_back({traced_ops[k], median(trace_start[k]), median(trace_end[k])});
   }
   for (const std::vector<double>& v : out.step_samples) {
     out.step_median_ns.push_back(median(v));

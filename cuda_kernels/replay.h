@@ -67,6 +67,26 @@ struct ReplayCosts {
   double h2d_pipelined_bytes = 0;
   double h2d_pipelined_ns = 0;
   double h2d_beside_gather_ns = 0;
+  /// Those 16 MiB shards' copies, their buckets' gathers and compute stand-ins overlapping, per
+  /// op of a chain (each op waits for compute's point, compute waits for what it issued).
+  struct Overlap {
+    double copy_ns = 0;              ///< a copy alone (compute waits for it)
+    double gather_ns = 0;            ///< a gather alone
+    double copy_and_gather_ns = 0;   ///< a copy and another bucket's gather side by side
+    double spin_beside_ns = 0;       ///< the long compute kernel's spin (longer than the copy)
+    double spin_ns = 0;              ///< that kernel alone
+    double spin_beside_copy_ns = 0;  ///< a copy beside it, then compute waits for the copy
+    double short_spin_ns = 0;        ///< the short kernel's spin (shorter than copy or gather)
+    double copy_beside_short_spin_ns = 0;    ///< a copy beside it, then the wait
+    double gather_beside_short_spin_ns = 0;  ///< a gather beside it, then the wait
+  };
+  Overlap overlap;
+  /// 16 MiB shards' copies in a synthetic prefetching replay run by run_replay (copies back to
+  /// back on h2d, each issued at compute's point, gathers and compute kernels beside them): per
+  /// copy, the slope of step time over 2 to 8 copies, one value per repetition, and their median.
+  double prefetch_copy_bytes = 0;
+  std::vector<double> prefetch_copy_repeats_ns;
+  double prefetch_copy_ns = 0;
 };
 
 /// Measures ReplayCosts for gathers over `world` simulated ranks' shards on the current GPU.
@@ -80,6 +100,17 @@ struct ReplayConfig {
   /// A compute kernel this long before the first step: a graph's launch hands its nodes to the
   /// GPU as it runs, and without a lead the first step's tiny ops wait for that hand-over.
   std::uint64_t lead_in_ns = 50'000;
+  /// Every compute kernel writes the global timer at its start and end (a per-op trace to set
+  /// beside the simulator's timeline; it adds no node to the graph).
+  bool trace_compute = false;
+};
+
+/// One compute kernel of a traced replay: the median over the timed launches of its start and
+/// end, in ns after the lead-in kernel's end (the graph's time zero).
+struct ReplayComputeTime {
+  std::uint32_t op = 0;  ///< index of its compute op in the schedule
+  double start_ns = 0;
+  double end_ns = 0;
 };
 
 struct ReplayMeasurement {
@@ -95,6 +126,7 @@ struct ReplayMeasurement {
   std::uint64_t device_bytes = 0;
   std::uint64_t graph_nodes = 0;  ///< captured ops (a bucket of several dtypes counts once)
   std::uint64_t graph_edges = 0;  ///< dependencies between them
+  std::vector<ReplayComputeTime> compute_trace;  ///< with ReplayConfig::trace_compute
 };
 
 /// Builds the schedule as one CUDA graph (streams compute, comm, h2d, and the timing marks off

@@ -68,6 +68,7 @@ ReplaySchedule parse_replay_schedule(std::string_view text) {
     } else if (kind == "compute") {
       op.kind = ReplayOp::Kind::Compute;
       op.dur_ns = o.at("dur_ns").get<std::int64_t>();
+      op.start_ns = o.value("start_ns", std::int64_t{-1});
       op.waits = o.at("waits").get<std::vector<std::uint32_t>>();
       for (std::uint32_t w : op.waits) {
         if (w >= s.ops.size() || s.ops[w].kind != ReplayOp::Kind::Gather) {
@@ -119,6 +120,15 @@ ReplayCalibration parse_replay_calibration(std::string_view text) {
     const nlohmann::json& h2d = j.at("h2d");
     c.h2d_bytes_per_s = gbps(h2d, "bandwidth_GBps");
     c.h2d_alpha_ns = std::llround(h2d.value("alpha_ns", 0.0));
+    // The simulator's rule (sim/timeline/calibration.cc): copies measured pipelined beside
+    // gathers set the copy bandwidth, their rate `bytes / (time - alpha)`.
+    if (h2d.contains("beside_gather")) {
+      const nlohmann::json& beside = h2d.at("beside_gather");
+      const double transfer_ns = beside.value("time_ns", 0.0) - static_cast<double>(c.h2d_alpha_ns);
+      if (beside.value("bytes", 0.0) > 0 && transfer_ns > 0) {
+        c.h2d_bytes_per_s = std::llround(beside.value("bytes", 0.0) * 1e9 / transfer_ns);
+      }
+    }
   }
   return c;
 }

@@ -44,6 +44,7 @@ struct ReplayOp {
   std::int64_t shard_bytes = 0;       ///< Gather: sum of ceil(N/W) * element bytes
   std::int64_t full_bytes = 0;        ///< Gather: sum of N * element bytes
   std::int64_t dur_ns = 0;            ///< Compute
+  std::int64_t start_ns = -1;         ///< Compute: the simulator's start (-1 in older files)
   std::vector<std::uint32_t> waits;   ///< Compute: indices of Gather ops
   std::int64_t bytes = 0;             ///< Rs
 };
@@ -73,7 +74,8 @@ ReplaySchedule parse_replay_schedule(std::string_view text);
 
 /// Reads the calibration constants from a `zfetch-calibration` file's text, as
 /// sim/timeline/calibration.cc does: allgather/reduce_scatter alpha_ns and busbw_GBps
-/// (reduce_scatter defaults to allgather), h2d.bandwidth_GBps and h2d.alpha_ns (0 when absent);
+/// (reduce_scatter defaults to allgather), h2d.bandwidth_GBps (or the rate of h2d.beside_gather,
+/// as the simulator takes it) and h2d.alpha_ns (0 when absent);
 /// GB/s rounded to bytes/s, alpha to the nearest ns. Throws on bad input.
 ReplayCalibration parse_replay_calibration(std::string_view text);
 

@@ -147,7 +147,10 @@ std::string replay_schedule_json(const Recording& recording, const TimelineSumma
           w.push_back(it->second);
         }
       }
-      ops.push_back({{"op", "compute"}, {"dur_ns", s.dur_ns}, {"waits", w}});
+      // start_ns (the simulator's start of the slice, from the run's start) is for reading: a
+      // replay's per-op trace (`zfetch-gpu replay --trace-compute`) is compared with it.
+      ops.push_back(
+          {{"op", "compute"}, {"dur_ns", s.dur_ns}, {"waits", w}, {"start_ns", s.start_ns}});
       break;
     }
     case Slice::Kind::ReduceScatter:

@@ -31,6 +31,7 @@ struct ReplayCmdOptions {
   double lead_in_us = 50;
   bool dry_run = false;
   bool all_edges = false;
+  bool trace_compute = false;
 };
 
 std::string read_text(const std::string& path) {
@@ -104,6 +105,7 @@ int run(const ReplayCmdOptions& o) {
   config.spin_gap_ns = o.spin_gap_ns;
   config.lead_in_ns = static_cast<std::uint64_t>(std::max(0.0, o.lead_in_us) * 1e3);
   config.reduce_edges = !o.all_edges;
+  config.trace_compute = o.trace_compute;
   const ReplayMeasurement m = run_replay(s, config);
   std::printf("# device %s; compute kernel gap %.0f ns\n", m.device.c_str(), m.spin_gap_ns);
   std::printf(
@@ -165,6 +167,20 @@ int run(const ReplayCmdOptions& o) {
     j["err_pct"] = err;
     j["median_abs_step_err_pct"] = median(errs);
     j["steps"] = steps;
+    if (!m.compute_trace.empty()) {
+      // Each compute kernel measured beside the simulator's slice of the same op.
+      nlohmann::json t = nlohmann::json::array();
+      for (const ReplayComputeTime& c : m.compute_trace) {
+        const ReplayOp& op = s.ops[c.op];
+        t.push_back({{"op", c.op},
+                     {"start_ns", c.start_ns},
+                     {"end_ns", c.end_ns},
+                     {"predicted_start_ns", op.start_ns},
+                     {"predicted_dur_ns", op.dur_ns},
+                     {"waits", op.waits}});
+      }
+      j["compute_trace"] = t;
+    }
     write_text(o.out, j.dump(1) + "\n");
   }
   return 0;
@@ -190,6 +206,10 @@ void setup_replay(CLI::App& app, std::function<int()>& action) {
   sub->add_flag("--all-edges", o->all_edges,
                 "keep every stream-order and wait dependency in the graph (default: leave out the "
                 "ones other dependencies imply)");
+  sub->add_flag("--trace-compute", o->trace_compute,
+                "every compute kernel writes the GPU's global timer at its start and end; --out "
+                "gets each one's median beside the simulator's start for the same op (needs the "
+                "lead-in)");
   sub->add_flag("--dry-run", o->dry_run,
                 "no GPU: read the schedule, print the calibration it was predicted with");
   sub->callback([&action, o] { action = [o] { return run(*o); }; });

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -200,6 +201,7 @@ struct BenchOptions {
   std::string machine;
   int max_gpus = 0;
   std::uint32_t replay_world = 0;  // > 0: the replay's costs for W simulated ranks instead
+  int processes = 1;               // with replay_world: the median over this many processes
 };
 
 bool write_json(const std::string& path, const nlohmann::json& j) {
@@ -265,7 +267,13 @@ int run_bench_replay(const BenchOptions& o) {
               // copy bandwidth (docs/timeline.md).
               {"beside_gather",
                {{"bytes", static_cast<std::uint64_t>(c.h2d_pipelined_bytes)},
-                {"time_ns", c.h2d_beside_gather_ns}}}};
+                {"time_ns", c.h2d_beside_gather_ns}}},
+              // The same size of copy in a prefetching replay run by the replay itself (for
+              // reading: the simulator charges beside_gather's rate, docs/gpu.md).
+              {"in_prefetch",
+               {{"bytes", static_cast<std::uint64_t>(c.prefetch_copy_bytes)},
+                {"time_ns", c.prefetch_copy_ns},
+                {"repeats_ns", c.prefetch_copy_repeats_ns}}}};
   nlohmann::json tiny = nlohmann::json::array();
   for (const ReplayCosts::TinyGather& t : c.tiny_gathers) {
     tiny.push_back({{"params", t.params},
@@ -291,6 +299,16 @@ int run_bench_replay(const BenchOptions& o) {
                  {"h2d_gather_ns", c.h2d_gather_ns},
                  {"marked_gather_ns", c.marked_gather_ns},
                  {"h2d_pipelined_alone_ns", c.h2d_pipelined_ns},
+                 {"overlap",
+                  {{"copy_ns", c.overlap.copy_ns},
+                   {"gather_ns", c.overlap.gather_ns},
+                   {"copy_and_gather_ns", c.overlap.copy_and_gather_ns},
+                   {"spin_beside_ns", c.overlap.spin_beside_ns},
+                   {"spin_ns", c.overlap.spin_ns},
+                   {"spin_beside_copy_ns", c.overlap.spin_beside_copy_ns},
+                   {"short_spin_ns", c.overlap.short_spin_ns},
+                   {"copy_beside_short_spin_ns", c.overlap.copy_beside_short_spin_ns},
+                   {"gather_beside_short_spin_ns", c.overlap.gather_beside_short_spin_ns}}},
                  {"tiny_gathers", tiny}};
   j["notes"] =
       "allgather: the fused gather kernel over world_size simulated ranks' shards on one GPU (a "
@@ -304,7 +322,11 @@ int run_bench_replay(const BenchOptions& o) {
       "h2d -> compute) of 4 KiB to 64 MiB, alpha + bytes / bandwidth; h2d.small_copy: what the "
       "64-byte shard's copy adds to its gather in replay.pattern (the median of 3); "
       "h2d.beside_gather: 16 MiB copies pipelined beside gathers, the rate the simulator "
-      "charges. step.fixed_ns: what a step's timing mark adds to a round trip. replay: the fixed "
+      "charges; h2d.in_prefetch (for reading): "
+      "those copies in a synthetic prefetching replay (per copy, the slope over 2 to 8 copies a "
+      "step, median of 3). replay.overlap (for reading): those copies, gathers and compute "
+      "kernels side by side. step.fixed_ns: what a step's timing mark adds to a "
+      "round trip. replay: the fixed "
       "costs of the smallest ops, each the median per op of a chain of 1000; replay.pattern: "
       "synthetic schedules run by the replay itself, steps of 8 to 64 sync gathers of one "
       "bucket shape, without and with their shards' copies: per gather, the slope of step time "
@@ -345,6 +367,20 @@ int run_bench_replay(const BenchOptions& o) {
               c.pattern_small_copy_ns);
   std::printf("# pipelined h2d copies of %.0f B: %.0f ns alone, %.0f ns beside gathers\n",
               c.h2d_pipelined_bytes, c.h2d_pipelined_ns, c.h2d_beside_gather_ns);
+  std::printf("# h2d.in_prefetch: copies of %.0f B in a prefetching replay, per copy:",
+              c.prefetch_copy_bytes);
+  for (const double t : c.prefetch_copy_repeats_ns) {
+    std::printf(" %.0f", t);
+  }
+  std::printf(" ns (median %.0f)\n", c.prefetch_copy_ns);
+  const ReplayCosts::Overlap& v = c.overlap;
+  std::printf(
+      "# overlap (those copies' buckets, per op): copy %.0f, gather %.0f, both %.0f ns; a %.0f "
+      "ns spin alone %.0f, beside a copy it then waits for %.0f ns; a %.0f ns spin beside a copy "
+      "%.0f, beside a gather %.0f ns\n",
+      v.copy_ns, v.gather_ns, v.copy_and_gather_ns, v.spin_beside_ns, v.spin_ns,
+      v.spin_beside_copy_ns, v.short_spin_ns, v.copy_beside_short_spin_ns,
+      v.gather_beside_short_spin_ns);
   for (const ReplayCosts::TinyGather& t : c.tiny_gathers) {
     std::printf("  tiny gather %2u params x %3llu x %u B (%6.0f B) %8.0f ns\n", t.params,
                 static_cast<unsigned long long>(t.numel), t.elem_bytes, t.bytes, t.ns);
@@ -352,13 +388,15 @@ int run_bench_replay(const BenchOptions& o) {
   return kExitOk;
 }
 
+int run_bench_replay_processes(const BenchOptions& o);  // below, beside run_launch
+
 int run_bench_cmd(const BenchOptions& o) {
   if (visible_gpus() == 0) {
     std::fprintf(stderr, "zfetch-gpu: SKIP: no CUDA device visible\n");
     return kExitSkip;
   }
   if (o.replay_world > 0) {
-    return run_bench_replay(o);
+    return o.processes > 1 ? run_bench_replay_processes(o) : run_bench_replay(o);
   }
   NcclWorld world = make_world(o.max_gpus);
   const BenchResult r = run_bench(world, o.config);
@@ -498,6 +536,40 @@ int run_bench_cmd(const BenchOptions& o) {
   return kExitOk;
 }
 
+// Starts this program again with `args` (after `in_child` ran in the child); -1 if it could not.
+template <typename InChild>
+pid_t start_self(const std::vector<std::string>& args, InChild&& in_child) {
+  const pid_t pid = fork();
+  if (pid < 0) {
+    std::perror("zfetch-gpu: fork");
+    return -1;
+  }
+  if (pid == 0) {
+    in_child();
+    std::vector<char*> argv;
+    std::string self = "/proc/self/exe";
+    argv.push_back(self.data());
+    std::vector<std::string> copy = args;
+    for (std::string& a : copy) {
+      argv.push_back(a.data());
+    }
+    argv.push_back(nullptr);
+    execv("/proc/self/exe", argv.data());
+    std::perror("zfetch-gpu: execv");
+    _exit(kExitError);
+  }
+  return pid;
+}
+
+// The exit status of a child started by start_self.
+int wait_exit(pid_t pid) {
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) < 0) {
+    return kExitError;
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : kExitError;
+}
+
 // Starts `n` copies of this program with RANK/WORLD_SIZE/LOCAL_RANK/ZFETCH_RENDEZVOUS set (what
 // mpirun or torchrun would do), waits for all, and returns the worst exit status.
 int run_launch(int n, const std::vector<std::string>& args) {
@@ -506,44 +578,124 @@ int run_launch(int n, const std::vector<std::string>& args) {
                   std::chrono::steady_clock::now().time_since_epoch().count());
   std::vector<pid_t> children;
   for (int r = 0; r < n; ++r) {
-    const pid_t pid = fork();
-    if (pid < 0) {
-      std::perror("zfetch-gpu: fork");
-      return kExitError;
-    }
-    if (pid == 0) {
+    const pid_t pid = start_self(args, [&] {
       setenv("RANK", std::to_string(r).c_str(), 1);
       setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
       setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
       setenv("LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
       setenv("ZFETCH_RENDEZVOUS", file.c_str(), 1);
       setenv("NCCL_NVLS_ENABLE", "0", 0);  // never NVLink multicast (KINDS.md)
-      std::vector<char*> argv;
-      std::string self = "/proc/self/exe";
-      argv.push_back(self.data());
-      std::vector<std::string> copy = args;
-      for (std::string& a : copy) {
-        argv.push_back(a.data());
-      }
-      argv.push_back(nullptr);
-      execv("/proc/self/exe", argv.data());
-      std::perror("zfetch-gpu: execv");
-      _exit(kExitError);
+    });
+    if (pid < 0) {
+      return kExitError;
     }
     children.push_back(pid);
   }
   int worst = 0;
   for (const pid_t pid : children) {
-    int status = 0;
-    if (waitpid(pid, &status, 0) < 0) {
-      worst = kExitError;
-      continue;
-    }
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : kExitError;
-    worst = std::max(worst, code);
+    worst = std::max(worst, wait_exit(pid));
   }
   std::remove(file.c_str());
   return worst;
+}
+
+// The median over `files` (calibrations of one shape) of every number at the same place; what is
+// not a number, or not in every file, is the first file's. Integers that agree stay integers.
+nlohmann::json median_of(const std::vector<nlohmann::json>& files) {
+  const nlohmann::json& first = files.front();
+  if (first.is_number()) {
+    std::vector<double> v;
+    for (const nlohmann::json& f : files) {
+      if (!f.is_number()) {
+        return first;
+      }
+      v.push_back(f.get<double>());
+    }
+    if (first.is_number_integer() &&
+        std::all_of(files.begin(), files.end(),
+                    [&](const nlohmann::json& f) { return f == first; })) {
+      return first;
+    }
+    return median(v);
+  }
+  nlohmann::json out = first;
+  if (first.is_object()) {
+    for (auto it = first.begin(); it != first.end(); ++it) {
+      std::vector<nlohmann::json> at;
+      for (const nlohmann::json& f : files) {
+        if (!f.is_object() || !f.contains(it.key())) {
+          break;
+        }
+        at.push_back(f.at(it.key()));
+      }
+      if (at.size() == files.size()) {
+        out[it.key()] = median_of(at);
+      }
+    }
+  } else if (first.is_array()) {
+    for (std::size_t i = 0; i < first.size(); ++i) {
+      std::vector<nlohmann::json> at;
+      for (const nlohmann::json& f : files) {
+        if (!f.is_array() || f.size() != first.size()) {
+          return first;
+        }
+        at.push_back(f.at(i));
+      }
+      out[i] = median_of(at);
+    }
+  }
+  return out;
+}
+
+// `bench --replay-world W --processes N`: N bench processes one after another (the small fixed
+// costs move between processes by up to 0.25 us, docs/gpu.md "Why, measured"), each writing
+// OUT.process-K.json, then one calibration OUT whose every figure is the median over them, with
+// the spread of those that decide the latency-bound replays.
+int run_bench_replay_processes(const BenchOptions& o) {
+  if (o.out.empty()) {
+    std::fprintf(stderr, "zfetch-gpu: error: bench --processes needs --out\n");
+    return kExitUsage;
+  }
+  std::vector<nlohmann::json> files;
+  for (int k = 0; k < o.processes; ++k) {
+    const std::string out = fmt::format("{}.process-{}.json", o.out, k + 1);
+    std::vector<std::string> args = {"bench", "--replay-world", std::to_string(o.replay_world),
+                                     "--out", out};
+    if (!o.machine.empty()) {
+      args.insert(args.end(), {"--machine", o.machine});
+    }
+    std::fflush(stdout);
+    const int code = wait_exit(start_self(args, [] {}));
+    if (code != kExitOk) {
+      return code;
+    }
+    std::ifstream f(out);
+    nlohmann::json j = nlohmann::json::parse(f, nullptr, false);
+    if (j.is_discarded()) {
+      std::fprintf(stderr, "zfetch-gpu: error: cannot read '%s'\n", out.c_str());
+      return kExitError;
+    }
+    files.push_back(std::move(j));
+  }
+  nlohmann::json merged = median_of(files);
+  merged["source"] = fmt::format(
+      "zfetch-gpu bench --replay-world {} --processes {}, {}: each "
+      "figure the median over {} bench processes",
+      o.replay_world, o.processes, today(), o.processes);
+  nlohmann::json spread;
+  for (const char* at : {"/h2d/small_copy/time_ns", "/step/fixed_ns", "/h2d/in_prefetch/time_ns",
+                         "/allgather/points/0/time_ns"}) {
+    const nlohmann::json::json_pointer ptr(at);
+    nlohmann::json v = nlohmann::json::array();
+    for (const nlohmann::json& f : files) {
+      v.push_back(f.contains(ptr) ? f.at(ptr) : nlohmann::json());
+    }
+    spread[at] = v;
+  }
+  merged["per_process"] = spread;
+  std::printf("# replay costs, the median over %d bench processes: %s\n", o.processes,
+              spread.dump().c_str());
+  return write_json(o.out, merged) ? kExitOk : kExitUsage;
 }
 
 }  // namespace
@@ -611,6 +763,11 @@ int main(int argc, char** argv) {
                    "instead: measure what `replay` runs for W simulated ranks and write that "
                    "calibration (for `zfetch run --calibration`)")
       ->check(CLI::Range(2, 1024));
+  bench
+      ->add_option("--processes", bo.processes,
+                   "with --replay-world: measure in this many bench processes, one after another, "
+                   "and write the median of each figure (needs --out)")
+      ->check(CLI::Range(1, 99));
   bench->callback([&] { action = [&] { return run_bench_cmd(bo); }; });
 
   int nproc = 1;

@@ -84,8 +84,11 @@ seed_resident_adapter_resume=scenarios/seed/resident_adapter_resume.yaml
 offload_cpu_persistent=scenarios/pr8875/offload_cpu-persistent-nonreentrant.yaml
 "
 worlds=$(for e in $replay_set; do grep -m1 -E '^world_size:' "$root/${e#*=}" | awk '{print $2}'; done | sort -un)
+# Each replay calibration is the median of three bench processes (a process's small fixed costs sit
+# at a level of its own: docs/gpu.md "Why, measured"); the processes' own files stay beside it.
 for w in $worlds; do
-  step "replay_calibration_w$w" 200 0 "$gpu" bench --replay-world "$w" --out "$results/replay.w$w.json"
+  step "replay_calibration_w$w" 200 0 "$gpu" bench --replay-world "$w" --processes 3 \
+    --out "$results/replay.w$w.json"
 done
 for e in $replay_set; do
   name=${e%%=*}
