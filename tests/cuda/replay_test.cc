@@ -362,6 +362,22 @@ TEST_SUITE("cuda") {
       "allgather": {"alpha_ns": 1700, "busbw_GBps": 900}, "h2d": {"bandwidth_GBps": 55}})";
     CHECK(parse_replay_calibration(without).h2d_alpha_ns == 0);
   }
+
+  TEST_CASE(
+      "replay schedule file: h2d.beside_gather sets the copy bandwidth, as in the simulator") {
+    // What `bench --replay-world` writes: the simulator charges beside_gather's rate, `bytes /
+    // (time - alpha)` with alpha rounded first (sim/timeline/calibration.cc), and a schedule
+    // carries that rate; `replay --calibration` refused every offloaded schedule while this side
+    // read bandwidth_GBps alone.
+    const std::string file = R"({"format": "zfetch-calibration", "version": 1,
+      "allgather": {"alpha_ns": 1700, "busbw_GBps": 900},
+      "h2d": {"bandwidth_GBps": 54.68, "alpha_ns": 2641.44,
+              "beside_gather": {"bytes": 16777216, "time_ns": 311996.0},
+              "in_prefetch": {"bytes": 16777216, "time_ns": 309000.0}}})";
+    const ReplayCalibration c = parse_replay_calibration(file);
+    CHECK(c.h2d_alpha_ns == 2'641);
+    CHECK(c.h2d_bytes_per_s == 54'232'891'015);
+  }
 }
 
 }  // namespace
