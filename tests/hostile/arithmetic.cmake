@@ -32,6 +32,9 @@ calibration_case(cal_range "{\"alpha_ns\": 1e400, \"busbw_GBps\": 1}" 1 2
 # not fit in 64 bits.
 calibration_case(cal_huge "{\"alpha_ns\": 1e18, \"busbw_GBps\": 1e9}" 20 2
                  "cal_huge.yaml: error: the simulated times or byte counts exceed 64 bits")
+# A key given twice (nlohmann-json keeps the last one silently): located at the second.
+calibration_case(cal_dup "{\"alpha_ns\": 1, \"busbw_GBps\": 1, \"x\": {\"alpha_ns\": 2}, \"alpha_ns\": 1e9}" 1 2
+                 "cal_dup.json:2:70: error: invalid JSON: duplicate key 'alpha_ns'")
 # A bandwidth whose bytes/s would not fit in 64 bits.
 calibration_case(cal_bw "{\"alpha_ns\": 1, \"busbw_GBps\": 1e17}" 1 2
                  "cal_bw.json:2:31: error: expected a number between 0 and 1e9 for 'allgather.busbw_GBps'")
