@@ -117,7 +117,7 @@ void InvariantChecker::on_event(const trace::Event& e) {
         if (open_forwards_[m] > 0 && m != e.module_index &&
             std::find(list.begin(), list.end(), canonical_[p]) != list.end()) {
           fail(e, fmt::format("released while '{}', which uses it, is still in its forward",
-                              scenario_.modules[m].qualified_name));
+                              trace::display_module_name(scenario_.modules[m].qualified_name)));
         }
       }
       *r = Residency::NotAvailable;

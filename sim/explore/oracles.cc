@@ -106,7 +106,8 @@ std::string first_hazard(const model::Scenario& scenario, const Outcome& outcome
   return fmt::format(
       "'{}' read {} while it was {} (engine {}, micro-step {}) and was never registered as its "
       "external parameter",
-      scenario.modules[h.module].qualified_name, scenario.params[h.param].qualified_name,
+      trace::display_module_name(scenario.modules[h.module].qualified_name),
+      scenario.params[h.param].qualified_name,
       h.status == Status::Available ? "AVAILABLE" : "INFLIGHT", h.engine, h.micro_step);
 }
 

@@ -102,6 +102,31 @@ schedule: [{train: 2}]
     CHECK(v.run(Discovery::ResidentSkip).hazard.find("prefetch off") != std::string::npos);
   }
 
+  TEST_CASE("oracles: a latent hazard in the root's forward names the root as every output does") {
+    // Shrunk from `zfetch fuzz --seed 4243` (scenario 122), the read moved to the root: it finds
+    // the frozen persistent param AVAILABLE; with prefetch off the backward's queue check fails.
+    const model::Scenario s = parse(R"(name: root-hazard
+input_requires_grad: true
+deepspeed:
+  zero_optimization: {stage: 3, stage3_param_persistence_threshold: 64}
+model:
+  name: model
+  forward: [{access: d.e.w}, {call: d}]
+  children:
+    - name: d
+      forward: [{call: e, input: no_grad}]
+      children:
+        - {name: e, params: {w: {shape: [1], dtype: bf16, frozen: true}}}
+schedule: [save_checkpoint: t0, train: {steps: 1}, empty_partition_cache, train: {steps: 1}]
+)");
+    OracleOptions options;
+    const Verdict v = check_scenario(s, options);
+    INFO(v.run(Discovery::ResidentSkip).hazard);
+    REQUIRE(v.run(Discovery::ResidentSkip).failure_class == FailureClass::Hazard);
+    CHECK(v.run(Discovery::ResidentSkip).hazard.find("'<root>' read d.e.w while it was") !=
+          std::string::npos);
+  }
+
   TEST_CASE("oracles: a scenario without external accesses passes every oracle") {
     const model::Scenario s = parse(R"(name: clean
 world_size: 2
