@@ -15,14 +15,37 @@ namespace zfetch::diag {
 
 namespace {
 
+// `text` with each byte that is not printable text shown as '?' (one byte for one, so the caret
+// still lines up): a NUL, a control byte other than a tab or newline, a byte of invalid UTF-8. A
+// quoted line, and a name or path in a message, come from the user's input and must not put
+// invalid text or terminal controls (an escape sequence) into ours.
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte >= 0x80) {
+      const size_t length = base::utf8_length_at(text.substr(i));
+      out.append(length == 0 ? std::string_view("?") : text.substr(i, length));
+      i += std::max<size_t>(length, 1);
+      continue;
+    }
+    out += (byte < 0x20 && byte != '\t' && byte != '\n') || byte == 0x7F ? '?'
+                                                                         : static_cast<char>(byte);
+    ++i;
+  }
+  return out;
+}
+
 std::string location(const std::string& file, SourceLoc loc) {
   if (loc.line == 0) {
-    return file;
+    return printable(file);
   }
   if (loc.col == 0) {
-    return fmt::format("{}:{}", file, loc.line);
+    return fmt::format("{}:{}", printable(file), loc.line);
   }
-  return fmt::format("{}:{}:{}", file, loc.line, loc.col);
+  return fmt::format("{}:{}:{}", printable(file), loc.line, loc.col);
 }
 
 constexpr base::EnumNames<Severity::Note> kSeverityNames("error", "warning", "note");
@@ -50,27 +73,6 @@ std::pair<size_t, size_t> quoted_part(const std::string& line, size_t column) {
     --end;
   }
   return {begin, end};
-}
-
-// `text` with each byte that is not printable text shown as '?' (one byte for one, so the caret
-// still lines up): a NUL, a control byte other than a tab, a byte of invalid UTF-8. A quoted line
-// comes from the user's file and must not put invalid text or terminal controls into ours.
-std::string printable(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  size_t i = 0;
-  while (i < text.size()) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    if (byte >= 0x80) {
-      const size_t length = base::utf8_length_at(text.substr(i));
-      out.append(length == 0 ? std::string_view("?") : text.substr(i, length));
-      i += std::max<size_t>(length, 1);
-      continue;
-    }
-    out += (byte < 0x20 && byte != '\t') || byte == 0x7F ? '?' : static_cast<char>(byte);
-    ++i;
-  }
-  return out;
 }
 
 // The quoted line and a caret under column `col`. Tabs before the caret are copied so the
@@ -105,11 +107,11 @@ void quote(std::string& out, const std::string& line, SourceLoc loc, uint32_t le
 
 std::string render(const Diagnostic& diagnostic) {
   std::string out = fmt::format("{}: {}: {}\n", location(diagnostic.file, diagnostic.loc),
-                                kSeverityNames[diagnostic.severity], diagnostic.message);
+                                kSeverityNames[diagnostic.severity], printable(diagnostic.message));
   quote(out, diagnostic.source_line, diagnostic.loc, diagnostic.length);
   for (const Note& note : diagnostic.notes) {
     const std::string& file = note.file.empty() ? diagnostic.file : note.file;
-    out += fmt::format("{}: note: {}\n", location(file, note.loc), note.message);
+    out += fmt::format("{}: note: {}\n", location(file, note.loc), printable(note.message));
     quote(out, note.source_line, note.loc, note.length);
   }
   return out;
@@ -124,7 +126,8 @@ std::string render(const DiagnosticList& diagnostics) {
 }
 
 std::string render_one_line(const Diagnostic& diagnostic) {
-  return fmt::format("{}: {}", location(diagnostic.file, diagnostic.loc), diagnostic.message);
+  return fmt::format("{}: {}", location(diagnostic.file, diagnostic.loc),
+                     printable(diagnostic.message));
 }
 
 }  // namespace zfetch::diag

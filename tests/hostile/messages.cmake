@@ -88,3 +88,15 @@ else()
              COMMAND ${ZFETCH} check ${dir}/tree)
   execute_process(COMMAND chmod 700 ${dir}/tree/locked)
 endif()
+
+# An escape sequence in a name from the input (a YAML "\e" escape) is shown as '?' in the
+# message, as in a quoted line: an error must not clear or recolour the terminal showing it.
+file(WRITE ${dir}/escape.yaml "name: t\n\"\\e[2J\\e[31mevil\": 1\n${model}schedule: [{train: 1}]\n")
+expect_run(CODE 2 STDERR "escape.yaml:2:1: error: unknown key '\\?.2J\\?.31mevil' in the scenario"
+           COMMAND ${ZFETCH} validate ${dir}/escape.yaml)
+execute_process(COMMAND ${ZFETCH} validate ${dir}/escape.yaml ERROR_VARIABLE err OUTPUT_QUIET)
+string(ASCII 27 escape)
+string(FIND "${err}" "${escape}" at)
+if(NOT at EQUAL -1)
+  message(FATAL_ERROR "the error message holds an escape byte:\n${err}")
+endif()
