@@ -2,10 +2,13 @@
 // file), LLVM FileCheck-style; exit 0 equal, 1 different, 2 bad input.
 #include <cstdio>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <string>
 
 #include "diag/render.h"
 #include "io/input_file.h"
+#include "model/read_error.h"
 #include "tools/cli_numbers.h"
 #include "tools/commands.h"
 #include "tools/diff_render.h"
@@ -55,8 +58,8 @@ bool make_projection(const DiffCommandOptions& o, trace::Projection& projection)
 }
 
 // RECORDED against an order file: the events the projection selects, through the checker.
-int run_order_check(const DiffCommandOptions& o, const trace::Projection& projection) {
-  const std::optional<trace::OrderFile> order = load_order_or_report(o.expected);
+int run_order_check(const DiffCommandOptions& o, const trace::Projection& projection,
+                    const std::optional<trace::OrderFile>& order) {
   if (!order) {
     return kExitBadInput;
   }
@@ -98,12 +101,26 @@ int run_diff(const DiffCommandOptions& o) {
     return kExitBadInput;
   }
   options.context = o.context;
+  // A pipe (`<(zcat expected.jsonl.gz)`) cannot be looked at and then read again: it is read
+  // whole, within the input limit, and its text decides what it is.
+  std::optional<std::string> piped;
+  if (!io::is_regular_file(o.expected)) {
+    io::InputText input = io::read_input_file(o.expected);
+    if (!input.text) {
+      std::fputs(diag::render(model::read_error(o.expected, input, "cannot read file")).c_str(),
+                 stderr);
+      return kExitBadInput;
+    }
+    piped = std::move(input.text);
+  }
   // An expected trace by its header, whatever it is called; anything else is an order file.
-  if (!is_trace_file(o.expected)) {
-    return run_order_check(o, options.projection);
+  if (piped ? !is_trace_text(*piped) : !is_trace_file(o.expected)) {
+    return run_order_check(
+        o, options.projection,
+        piped ? parse_order_or_report(o.expected, *piped) : load_order_or_report(o.expected));
   }
   io::InputStream recorded_in(o.recorded);
-  io::InputStream expected_in(o.expected);
+  io::InputStream expected_in(piped ? "/dev/null" : o.expected);
   for (const auto& [file, in] :
        {std::pair{&o.recorded, &recorded_in}, {&o.expected, &expected_in}}) {
     if (!in->error().empty()) {
@@ -111,8 +128,10 @@ int run_diff(const DiffCommandOptions& o) {
       return kExitBadInput;
     }
   }
+  std::istringstream piped_in(piped.value_or(""));
   trace::TraceReader recorded(recorded_in, o.recorded);
-  trace::TraceReader expected(expected_in, o.expected);
+  trace::TraceReader expected = piped ? trace::TraceReader(piped_in, o.expected)
+                                      : trace::TraceReader(expected_in, o.expected);
   for (trace::TraceReader* reader : {&recorded, &expected}) {
     if (!reader->read_header()) {
       std::fputs(diag::render(*reader->error()).c_str(), stderr);

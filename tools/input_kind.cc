@@ -1,6 +1,7 @@
 // is_trace_file (see input_kind.h).
 #include "tools/input_kind.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -31,19 +32,22 @@ bool is_trace_file(const std::string& path) {
   std::string first(kMaxHeaderBytes, '\0');
   in.read(first.data(), static_cast<std::streamsize>(first.size()));
   first.resize(static_cast<size_t>(in.gcount()));
+  return is_trace_text(first) || named_as_trace(path);
+}
+
+bool is_trace_text(std::string_view text) {
+  const std::string_view first = text.substr(0, std::min(text.size(), kMaxHeaderBytes));
   const size_t newline = first.find('\n');
-  if (newline == std::string::npos && first.size() == kMaxHeaderBytes) {
-    return named_as_trace(path);
+  if (newline == std::string_view::npos && first.size() == kMaxHeaderBytes) {
+    return false;
   }
   const nlohmann::json header =
       nlohmann::json::parse(first.substr(0, newline), nullptr, /*allow_exceptions=*/false);
   if (header.is_object()) {
     const auto format = header.find("format");
-    if (format != header.end() && format->is_string() && *format == "zfetch-trace") {
-      return true;
-    }
+    return format != header.end() && format->is_string() && *format == "zfetch-trace";
   }
-  return named_as_trace(path);
+  return false;
 }
 
 }  // namespace zfetch::tools

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace zfetch::tools {
 
@@ -11,5 +12,8 @@ namespace zfetch::tools {
 /// spacing). When the file cannot be read, a name ending in ".jsonl" decides, so that the error
 /// comes from the reader the user meant.
 bool is_trace_file(const std::string& path);
+
+/// The same test on text already read (a pipe, which cannot be looked at and read again).
+bool is_trace_text(std::string_view text);
 
 }  // namespace zfetch::tools

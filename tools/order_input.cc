@@ -17,7 +17,12 @@ std::optional<trace::OrderFile> load_order_or_report(const std::string& path) {
     std::fputs(diag::render(model::read_error(path, input, "cannot read file")).c_str(), stderr);
     return std::nullopt;
   }
-  trace::OrderParseResult parsed = trace::parse_order_file(path, *input.text);
+  return parse_order_or_report(path, *input.text);
+}
+
+std::optional<trace::OrderFile> parse_order_or_report(const std::string& path,
+                                                      std::string_view text) {
+  trace::OrderParseResult parsed = trace::parse_order_file(path, text);
   std::fputs(diag::render(parsed.diagnostics).c_str(), stderr);
   return std::move(parsed.order);
 }
