@@ -434,12 +434,15 @@ LoadResult load_scenario_file(const std::string& path) {
     result.diagnostics.push_back(read_error(path, input, "cannot read file"));
     return result;
   }
-  const std::string* text = &*input.text;
+  return parse_scenario_file_text(path, *input.text);
+}
+
+LoadResult parse_scenario_file_text(const std::string& path, std::string_view text) {
   std::string base_dir = std::filesystem::path(path).parent_path().generic_string();
   if (base_dir.empty()) {
     base_dir = ".";
   }
-  return parse_scenario_text(path, *text, base_dir);
+  return parse_scenario_text(path, text, base_dir);
 }
 
 }  // namespace zfetch::model

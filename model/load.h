@@ -36,4 +36,8 @@ void read_ds_config_text(const std::string& path, std::string_view text, const H
 /// Reads and parses the file at `path`; an unreadable file is a diagnostic, not an exception.
 LoadResult load_scenario_file(const std::string& path);
 
+/// Parses `text`, already read from the file at `path` (a pipe read whole), as
+/// load_scenario_file does: paths in it are relative to the file's folder.
+LoadResult parse_scenario_file_text(const std::string& path, std::string_view text);
+
 }  // namespace zfetch::model

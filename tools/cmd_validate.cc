@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "diag/render.h"
 #include "io/input_file.h"
 #include "model/load.h"
+#include "model/read_error.h"
 #include "sim/timeline/calibration.h"
 #include "tools/commands.h"
 #include "tools/input_kind.h"
@@ -28,8 +30,7 @@ struct ValidateOptions {
 };
 
 // True if the scenario loaded; every diagnostic goes to stderr.
-bool validate_scenario(const std::string& path) {
-  const model::LoadResult result = model::load_scenario_file(path);
+bool validate_scenario(const std::string& path, const model::LoadResult& result) {
   for (const model::Diagnostic& diagnostic : result.diagnostics) {
     std::fputs(diag::render(diagnostic).c_str(), stderr);
   }
@@ -62,13 +63,7 @@ bool validate_scenario(const std::string& path) {
   return true;
 }
 
-bool validate_trace(const std::string& path) {
-  io::InputStream in(path);
-  if (!in.error().empty()) {
-    std::fprintf(stderr, "%s: error: cannot read file: %s\n", path.c_str(), in.error().c_str());
-    return false;
-  }
-  trace::TraceReader reader(in, path);
+bool validate_trace(const std::string& path, trace::TraceReader& reader) {
   uint64_t events = 0;
   if (reader.read_header()) {
     while (reader.next() != nullptr) {
@@ -83,6 +78,34 @@ bool validate_trace(const std::string& path) {
   return true;
 }
 
+bool validate_file(const std::string& path) {
+  // A pipe (`<(cat trace.jsonl)`) cannot be looked at and then read again: it is read whole,
+  // within the input limit, and its text decides what it is.
+  if (!io::is_regular_file(path)) {
+    const io::InputText input = io::read_input_file(path);
+    if (!input.text) {
+      std::fputs(diag::render(model::read_error(path, input, "cannot read file")).c_str(), stderr);
+      return false;
+    }
+    if (is_trace_text(*input.text)) {
+      std::istringstream in(*input.text);
+      trace::TraceReader reader(in, path);
+      return validate_trace(path, reader);
+    }
+    return validate_scenario(path, model::parse_scenario_file_text(path, *input.text));
+  }
+  if (is_trace_file(path)) {
+    io::InputStream in(path);
+    if (!in.error().empty()) {
+      std::fprintf(stderr, "%s: error: cannot read file: %s\n", path.c_str(), in.error().c_str());
+      return false;
+    }
+    trace::TraceReader reader(in, path);
+    return validate_trace(path, reader);
+  }
+  return validate_scenario(path, model::load_scenario_file(path));
+}
+
 }  // namespace
 
 void setup_validate(CLI::App& sub, std::function<int()>& action) {
@@ -94,7 +117,7 @@ void setup_validate(CLI::App& sub, std::function<int()>& action) {
       bool all_ok = true;
       // Every file is checked even after a bad one, so one run reports everything.
       for (const std::string& file : options->files) {
-        const bool ok = is_trace_file(file) ? validate_trace(file) : validate_scenario(file);
+        const bool ok = validate_file(file);
         all_ok = all_ok && ok;
       }
       return all_ok ? kExitOk : kExitBadInput;

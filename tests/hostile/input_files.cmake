@@ -87,3 +87,8 @@ if(MKFIFO)
   execute_process(COMMAND ${MKFIFO} ${dir}/expected.fifo)
   expect_run(CODE 0 STDERR "^$" COMMAND sh -c "cat '${dir}/seed.jsonl' > '${dir}/expected.fifo' & exec '${ZFETCH}' diff '${dir}/seed.jsonl' '${dir}/expected.fifo'")
 endif()
+# The same for validate: a trace through a pipe is validated as a trace, not read as a scenario.
+if(MKFIFO)
+  execute_process(COMMAND ${MKFIFO} ${dir}/trace.fifo)
+  expect_run(CODE 0 STDERR "^$" COMMAND sh -c "cat '${dir}/seed.jsonl' > '${dir}/trace.fifo' & exec '${ZFETCH}' validate '${dir}/trace.fifo'")
+endif()
