@@ -62,6 +62,7 @@ Coordinator::Coordinator(const model::Scenario& scenario, ParamState& params, Mo
   inflight_params_.reserve(n);
   group_begin_.reserve(n);
   group_ids_.reserve(n);
+  group_completed_.reserve(n);
   active_backward_.reserve(scenario.modules.size());
 }
 
@@ -265,6 +266,7 @@ void Coordinator::gather(std::span<const ParamIndex> ps, EventKind kind, ModuleI
   const int64_t group = next_group_++;
   group_begin_.push_back(static_cast<uint32_t>(inflight_params_.size()));
   group_ids_.push_back(group);
+  group_completed_.push_back(0);
   ++emitter_.stats.gathers;
   std::vector<int64_t> ids;  // partition sizes, for the cross-rank comparison
   // all_gather_coalesced gathers one param (or, with allgather_sequential, each param) alone and
@@ -354,6 +356,10 @@ void Coordinator::wait(ParamIndex p, bool emit_event) {
   if (params_.status[p] == Status::Inflight) {
     params_.status[p] = Status::Available;
   }
+  if (group_completed_[index] != 0) {
+    return;
+  }
+  group_completed_[index] = 1;
   for (size_t i = group_begin_[index]; i < end; ++i) {
     const ParamIndex q = inflight_params_[i];
     if (params_.status[q] == Status::Inflight && params_.inflight_group[q] == group) {
@@ -395,6 +401,7 @@ void Coordinator::clean_inflight_registry() {
   inflight_params_.clear();
   group_begin_.clear();
   group_ids_.clear();
+  group_completed_.clear();
 }
 
 void Coordinator::gather_sync(ParamIndex p, EventKind kind) {
@@ -744,6 +751,7 @@ void Coordinator::release_and_reset_all(PartitionCause cause) {
   inflight_params_.clear();
   group_begin_.clear();
   group_ids_.clear();
+  group_completed_.clear();
   for (ParamIndex p : params_.by_id) {
     params_.consumers[p].clear();
     params_.attributed_owner[p] = -1;

@@ -141,6 +141,9 @@ class Coordinator {
   std::vector<ParamIndex> inflight_params_;
   std::vector<uint32_t> group_begin_;
   std::vector<int64_t> group_ids_;
+  // group_completed_[i]: group i's handle has completed, so no param is still INFLIGHT by it and
+  // a wait on another of its params has nothing left to complete (keeps a group's waits linear).
+  std::vector<uint8_t> group_completed_;
   int64_t& next_group_;
 
   // Memo of params_to_release per (module, step): never invalidated (semantics 4.3, 10.8).

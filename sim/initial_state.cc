@@ -1,7 +1,8 @@
 // The state a scenario defines before any engine exists.
 #include "sim/initial_state.h"
 
-#include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include "model/leaves.h"
 #include "model/partition.h"
@@ -64,6 +65,9 @@ ModuleState initial_module_state(const model::Scenario& scenario, const ParamSta
   modules.externals.resize(nm);
   modules.recompute.resize(nm);
   modules.grads_remaining.assign(nm, 0);
+  // Deduplication by stamp, not by search: a module may hold tens of thousands of params.
+  std::vector<uint32_t> seen(scenario.params.size(), 0);
+  uint32_t stamp = 0;
   for (size_t i = 0; i < nm; ++i) {
     const auto m = static_cast<ModuleIndex>(i);
     const model::ModuleSpec& spec = scenario.modules[m];
@@ -71,11 +75,12 @@ ModuleState initial_module_state(const model::Scenario& scenario, const ParamSta
         spec.parent == model::kNone || (modules.hooked[spec.parent] && !modules.leaf[spec.parent]);
     modules.hooked[m] = parent_hooked ? 1 : 0;
     modules.leaf[m] = leaves[m];
+    ++stamp;
     for (ParamIndex p : spec.params) {
       const ParamIndex c = params.canonical[p];
-      std::vector<ParamIndex>& direct = modules.direct_params[m];
-      if (std::find(direct.begin(), direct.end(), c) == direct.end()) {
-        direct.push_back(c);
+      if (seen[c] != stamp) {
+        seen[c] = stamp;
+        modules.direct_params[m].push_back(c);
       }
     }
   }
@@ -84,9 +89,14 @@ ModuleState initial_module_state(const model::Scenario& scenario, const ParamSta
     const auto m = static_cast<ModuleIndex>(i);
     std::vector<ParamIndex>& rec = modules.recursive_params[m];
     rec = modules.direct_params[m];
+    ++stamp;
+    for (ParamIndex p : rec) {
+      seen[p] = stamp;
+    }
     for (ModuleIndex child : scenario.modules[m].children) {
       for (ParamIndex p : modules.recursive_params[child]) {
-        if (std::find(rec.begin(), rec.end(), p) == rec.end()) {
+        if (seen[p] != stamp) {
+          seen[p] = stamp;
           rec.push_back(p);
         }
       }
