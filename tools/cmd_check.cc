@@ -64,7 +64,15 @@ std::vector<std::string> collect(const std::vector<std::string>& paths, bool& un
       continue;
     }
     std::vector<std::string> found;
-    collect_below(path, found, unreadable);
+    bool unlisted = false;
+    collect_below(path, found, unlisted);
+    unreadable = unreadable || unlisted;
+    if (found.empty() && !unlisted) {
+      // A directory named to check with nothing to check is a wrong path, not a pass.
+      std::fprintf(stderr, "%s: error: no scenario file (.yaml, .yml) in this directory\n",
+                   path.c_str());
+      unreadable = true;
+    }
     std::sort(found.begin(), found.end());  // directory order is not deterministic
     files.insert(files.end(), found.begin(), found.end());
   }

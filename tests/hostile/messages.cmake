@@ -89,6 +89,12 @@ else()
   execute_process(COMMAND chmod 700 ${dir}/tree/locked)
 endif()
 
+# `check DIR` with no scenario in it: a wrong path, not "0 passed, 0 failed" and exit 0.
+file(MAKE_DIRECTORY ${dir}/empty_tree/sub)
+file(WRITE ${dir}/empty_tree/notes.txt "not a scenario\n")
+expect_run(CODE 2 STDERR "empty_tree: error: no scenario file \\(.yaml, .yml\\) in this directory"
+           COMMAND ${ZFETCH} check ${dir}/empty_tree)
+
 # An escape sequence in a name from the input (a YAML "\e" escape) is shown as '?' in the
 # message, as in a quoted line: an error must not clear or recolour the terminal showing it.
 file(WRITE ${dir}/escape.yaml "name: t\n\"\\e[2J\\e[31mevil\": 1\n${model}schedule: [{train: 1}]\n")
