@@ -9,7 +9,8 @@
 # BIN_DIR holds the zfetch_*_fuzzer binaries (build/fuzz/tests/fuzz). By default the N cores
 # (the machine's) are shared out in proportion to each target's cost per execution (cost_us
 # below, measured on one core), rounded up, so that every target reaches EXECS in about
-# the same time; `workers=W` gives every target W jobs instead, `target=W` one target. OUT_DIR
+# the same time; `workers=W` gives every target W jobs instead, `target=W` one target (`target=0`
+# leaves it out, so that a campaign can run a subset of the targets on all the cores). OUT_DIR
 # receives per target its seeds, its corpus, each job's log (fuzz-J.log), any crash, timeout or
 # leak input (crash-*, timeout-*, leak-*, oom-*), and summary.txt: per target the executions
 # (the sum of every job's stat::number_of_executed_units), the seconds, the rate, the inputs
@@ -50,6 +51,8 @@ for t in "${targets[@]}"; do
   # Rounded up: a target short of a job would finish last.
   : "${workers[$t]:=${every:-$(((cores * cost_us[$t] + total_cost - 1) / total_cost))}}"
 done
+active=()
+for t in "${targets[@]}"; do [ "${workers[$t]}" = 0 ] || active+=("$t"); done
 # Seed folders (files matching the pattern, at most max_len bytes), dictionary and -max_len.
 declare -A seeds=([scenario]="scenarios tests/cli/scenarios tests/fuzz/regressions/scenario"
                   [trace_reader]="scenarios/real scenarios/seed tests/cli/traces tests/fuzz/regressions/trace"
@@ -78,7 +81,7 @@ export ASAN_OPTIONS=detect_leaks=1:malloc_context_size=2:quarantine_size_mb=32
 declare -A commands
 rm -f "$RESULTS/failed"
 # A folder's corpus carries over from an earlier campaign; its logs and findings do not.
-for t in "${targets[@]}"; do
+for t in "${active[@]}"; do
   dir=$RESULTS/$t
   rm -rf "$dir/seeds" "$dir"/fuzz-*.log "$dir"/crash-* "$dir"/leak-* "$dir"/oom-* "$dir"/timeout-*
   mkdir -p "$dir/corpus" "$dir/seeds"
@@ -89,7 +92,7 @@ for t in "${targets[@]}"; do
   done
 done
 start=$(date +%s)
-for t in "${targets[@]}"; do
+for t in "${active[@]}"; do
   w=${workers[$t]}
   dir=$RESULTS/$t
   commands[$t]="zfetch_${t}_fuzzer -jobs=$w -workers=$w -runs=$(((EXECS + w - 1) / w)) \
@@ -108,7 +111,7 @@ done
 wait
 {
   printf '%-13s %12s %8s %10s %8s\n' target executions seconds exec/s crashes
-  for t in "${targets[@]}"; do
+  for t in "${active[@]}"; do
     dir=$RESULTS/$t
     n=$(cat "$dir"/fuzz-*.log 2>/dev/null | sed -n 's/^stat::number_of_executed_units: *//p' |
         awk '{s += $1} END {print s + 0}')
@@ -126,7 +129,7 @@ wait
   done
   echo
   echo "UBSAN_OPTIONS=$UBSAN_OPTIONS ASAN_OPTIONS=$ASAN_OPTIONS"
-  for t in "${targets[@]}"; do echo "$t: ${commands[$t]}"; done
+  for t in "${active[@]}"; do echo "$t: ${commands[$t]}"; done
 } | tee "$RESULTS/summary.txt"
 if [ -e "$RESULTS/failed" ]; then
   rm -f "$RESULTS/failed"
