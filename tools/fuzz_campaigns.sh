@@ -53,6 +53,10 @@ for t in "${targets[@]}"; do
 done
 active=()
 for t in "${targets[@]}"; do [ "${workers[$t]}" = 0 ] || active+=("$t"); done
+if [ ${#active[@]} = 0 ]; then
+  echo "every target has 0 jobs: nothing to run" >&2
+  exit 2
+fi
 # Seed folders (files matching the pattern, at most max_len bytes), dictionary and -max_len.
 declare -A seeds=([scenario]="scenarios tests/cli/scenarios tests/fuzz/regressions/scenario"
                   [trace_reader]="scenarios/real scenarios/seed tests/cli/traces tests/fuzz/regressions/trace"
