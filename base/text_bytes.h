@@ -58,6 +58,19 @@ inline size_t utf8_length_at(std::string_view text) {
   return length;
 }
 
+/// The byte order mark some editors (Notepad, Excel's CSV export) put before a UTF-8 file's first
+/// line. It is not part of the text, so every reader of a whole input skips it: without that, a
+/// trace header, an order file's first directive or a scenario's first key would not be
+/// recognised.
+inline constexpr std::string_view kUtf8ByteOrderMark = "\xEF\xBB\xBF";
+
+inline std::string_view without_byte_order_mark(std::string_view text) {
+  if (text.starts_with(kUtf8ByteOrderMark)) {
+    text.remove_prefix(kUtf8ByteOrderMark.size());
+  }
+  return text;
+}
+
 inline std::string describe_invalid_utf8(unsigned char lead) {
   char hex[8];
   std::snprintf(hex, sizeof hex, "0x%02X", lead);

@@ -11,6 +11,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "base/text_bytes.h"
+
 namespace zfetch::model::detail {
 
 namespace {
@@ -202,7 +204,7 @@ class Reader {
   HjsonDocument read() {
     HjsonDocument document;
     try {
-      size_t start = s_.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+      size_t start = s_.size() - base::without_byte_order_mark(s_).size();
       start = next(start);
       size_t end = 0;
       if (at(start) == '{' || at(start) == '[' || s_.find('\n') == std::string_view::npos) {

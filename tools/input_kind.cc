@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "base/text_bytes.h"
 #include "io/input_file.h"
 
 namespace zfetch::tools {
@@ -36,6 +37,7 @@ bool is_trace_file(const std::string& path) {
 }
 
 bool is_trace_text(std::string_view text) {
+  text = base::without_byte_order_mark(text);
   const std::string_view first = text.substr(0, std::min(text.size(), kMaxHeaderBytes));
   const size_t newline = first.find('\n');
   if (newline == std::string_view::npos && first.size() == kMaxHeaderBytes) {

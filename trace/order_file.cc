@@ -8,6 +8,7 @@
 #include <charconv>
 
 #include "base/spellcheck.h"
+#include "base/text_bytes.h"
 #include "trace/names.h"
 #include "trace/text_format.h"
 
@@ -96,6 +97,7 @@ std::string_view format_as(OrderDirective::Type type) {
 }
 
 OrderParseResult parse_order_file(std::string file, std::string_view text) {
+  text = base::without_byte_order_mark(text);
   OrderParseResult result;
   OrderFile order;
   order.file = file;

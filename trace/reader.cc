@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "base/spellcheck.h"
+#include "base/text_bytes.h"
 #include "io/input_file.h"
 #include "io/mapped_window.h"
 #include "trace/flat_json.h"
@@ -671,7 +672,9 @@ bool TraceReader::State::read_header() {
     }
     return false;
   }
-  return parse_header(first, last);
+  const std::string_view header_line =
+      base::without_byte_order_mark(std::string_view(first, static_cast<size_t>(last - first)));
+  return parse_header(header_line.data(), last);
 }
 
 const TraceHeader& TraceReader::header() const {

@@ -70,6 +70,13 @@ TEST_SUITE("trace") {
                   "o.order:2:8: error: CHECK: expected module=d before the event of line 3"));
   }
 
+  TEST_CASE("order file: a UTF-8 byte order mark before the first directive is skipped") {
+    CHECK(check("\xEF\xBB\xBF" "CHECK: kind=fetch module=b\n") == "");
+    // Columns count from the text after the mark, as an editor shows them.
+    CHECK(check("\xEF\xBB\xBF" "CHECK: kind=fetch module=d\n")
+              .starts_with("o.order:1:8: error: CHECK: expected kind=fetch module=d not found"));
+  }
+
   TEST_CASE("order file: fields match whole, never a substring") {
     CHECK(check("CHECK: module=b\n") == "");
     CHECK_FALSE(check("CHECK: module=\n").empty());

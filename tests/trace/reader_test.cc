@@ -115,6 +115,15 @@ TEST_SUITE("trace") {
     CHECK(result.error.empty());
   }
 
+  TEST_CASE("reader: a UTF-8 byte order mark before the header is skipped, and only there") {
+    const auto result = read_trace("\xEF\xBB\xBF" + kHeader + event_line(1));
+    CHECK(result.header_ok);
+    CHECK(result.error.empty());
+    CHECK(result.events.size() == 1);
+    // Anywhere else it is a byte of the line, and the line is not JSON.
+    CHECK_FALSE(error_after_one_event("\xEF\xBB\xBF" + event_line(2)).empty());
+  }
+
   TEST_CASE("reader: lines longer than the read chunk") {
     Event e;
     const std::string name(3 << 20, 'm');
