@@ -71,9 +71,10 @@ TEST_SUITE("trace") {
   }
 
   TEST_CASE("order file: a UTF-8 byte order mark before the first directive is skipped") {
-    CHECK(check("\xEF\xBB\xBF" "CHECK: kind=fetch module=b\n") == "");
+    const std::string mark = "\xEF\xBB\xBF";
+    CHECK(check(mark + "CHECK: kind=fetch module=b\n") == "");
     // Columns count from the text after the mark, as an editor shows them.
-    CHECK(check("\xEF\xBB\xBF" "CHECK: kind=fetch module=d\n")
+    CHECK(check(mark + "CHECK: kind=fetch module=d\n")
               .starts_with("o.order:1:8: error: CHECK: expected kind=fetch module=d not found"));
   }
 
