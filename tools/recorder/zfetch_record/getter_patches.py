@@ -75,7 +75,11 @@ def patch(ds):
             return impl(self, key)
         if param is None or not hasattr(param, "ds_status"):
             return impl(self, key)
-        top = guard(before_access, self, key, param)
+        top, root_call_phase = guard(before_access, self, key, param) or (None, None)
+        # A read in a call of the root outside engine.forward (generate): the registration and the
+        # gather it causes belong to that forward as much as the access does, so they carry its
+        # phase too (without this frame they were labelled `none`).
+        R.ctx.append({"phase": root_call_phase})
         before = param.ds_status
         R.internal += 1
         try:
@@ -85,15 +89,19 @@ def patch(ds):
                      nbytes=param.ds_numel * param.element_size())
         finally:
             R.internal -= 1
+            R.ctx.pop()
         return result
 
     def before_access(self, key, param):
+        """Records an external read; returns the module reading and, for a read in a call of the
+        root outside engine.forward, that call's phase (else None)."""
         owner = self._parent_module
         stack = po.FWD_MODULE_STACK
         top = stack[-1] if stack else None
         in_fwd = bool(getattr(owner._parameters, "_in_forward", False))
         in_task = graph_task_active()
         external = top is not None and top is not owner
+        root_call_phase = None
         if external and (in_fwd or in_task):
             if in_task and not in_fwd:
                 phase = "recompute"
@@ -102,6 +110,7 @@ def patch(ds):
                 # _in_forward all the same; the read belongs to that forward, labelled as its
                 # hooks label it.
                 phase = "fwd" if top.training else "eval"
+                root_call_phase = phase
             else:
                 phase = None
             R.ctx.append({"phase": phase})
@@ -112,6 +121,6 @@ def patch(ds):
                      fwd_module_stack=[int(getattr(m, "ds_id", -1)) for m in stack])
             finally:
                 R.ctx.pop()
-        return top
+        return top, root_call_phase
 
     ZOD.__getitem__ = getitem
