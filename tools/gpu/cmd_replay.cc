@@ -17,6 +17,7 @@
 #include "cuda_kernels/calibration.h"
 #include "cuda_kernels/replay.h"
 #include "cuda_kernels/replay_schedule_file.h"
+#include "tools/cli_numbers.h"
 
 namespace zfetch::gpu {
 
@@ -198,7 +199,7 @@ void setup_replay(CLI::App& app, std::function<int()>& action) {
                   "--calibration FILE`): print its costs, and stop if they differ");
   sub->add_option("--out", o->out, "write per-step results (JSON)");
   sub->add_option("--repeats", o->repeats, "timed runs of the whole schedule")
-      ->check(CLI::Range(1, 1000));
+      ->check(tools::decimal_unsigned(1, 1000));
   sub->add_option("--spin-gap-ns", o->spin_gap_ns, "gap a compute kernel adds (default: measured)");
   sub->add_option("--lead-in-us", o->lead_in_us,
                   "a compute kernel this long before the first step, so the graph's launch is "

@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -27,6 +28,7 @@
 #include "cuda_kernels/partition.h"
 #include "cuda_kernels/replay.h"
 #include "cuda_kernels/verify.h"
+#include "tools/cli_numbers.h"
 #include "tools/gpu/cmd_replay.h"
 
 namespace zfetch::gpu {
@@ -39,6 +41,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(ReplayCosts::Overlap, copy_ns, gather_ns, cop
 namespace {
 
 using namespace zfetch::gpu;
+using zfetch::tools::decimal_unsigned;
 
 constexpr int kExitOk = 0;
 constexpr int kExitWrong = 1;
@@ -705,11 +708,14 @@ int main(int argc, char** argv) {
 
   VerifyOptions vo;
   CLI::App* verify = app.add_subcommand("verify", "randomized exact data check (#wrong must be 0)");
-  verify->add_option("--buckets", vo.config.buckets, "randomized buckets for the fused kernel");
-  verify->add_option("--seed", vo.config.seed, "seed of the bucket stream and the data");
+  verify->add_option("--buckets", vo.config.buckets, "randomized buckets for the fused kernel")
+      ->check(decimal_unsigned(0, UINT32_MAX));
+  verify->add_option("--seed", vo.config.seed, "seed of the bucket stream and the data")
+      ->check(decimal_unsigned());
   verify->add_option("--max-world", vo.config.max_world, "largest simulated world size")
-      ->check(CLI::Range(1, 4096));
-  verify->add_option("--max-elems", vo.config.max_elems, "largest bucket, in elements");
+      ->check(decimal_unsigned(1, 4096));
+  verify->add_option("--max-elems", vo.config.max_elems, "largest bucket, in elements")
+      ->check(decimal_unsigned());
   std::map<std::string, zfetch::gpu::GatherVariant> variants;
   for (const std::string_view name : zfetch::gpu::kGatherVariantNames.names()) {
     variants.emplace(name, *zfetch::gpu::kGatherVariantNames.find(name));
@@ -722,9 +728,11 @@ int main(int argc, char** argv) {
               ")")
       ->transform(CLI::CheckedTransformer(variants));
   verify->add_option("--threads", vo.config.threads, "host threads for the kernel check")
-      ->check(CLI::Range(1, 64));
-  verify->add_option("--nccl-buckets", vo.nccl_buckets, "buckets through NCCL on all GPUs");
-  verify->add_option("--max-gpus", vo.max_gpus, "use at most this many local GPUs (0: all)");
+      ->check(decimal_unsigned(1, 64));
+  verify->add_option("--nccl-buckets", vo.nccl_buckets, "buckets through NCCL on all GPUs")
+      ->check(decimal_unsigned(0, UINT32_MAX));
+  verify->add_option("--max-gpus", vo.max_gpus, "use at most this many local GPUs (0: all)")
+      ->check(decimal_unsigned(0, INT_MAX));
   verify->add_flag("--no-nccl", vo.no_nccl, "skip the NCCL check");
   verify->add_flag("--no-kernel", vo.no_kernel, "skip the single-GPU kernel check");
   verify->add_flag("--per-allocation", vo.config.per_allocation,
@@ -732,12 +740,14 @@ int main(int argc, char** argv) {
   verify->add_flag(
       "--bench-sizes", vo.bench_sizes,
       "check the buckets bench times (--min-bytes..--max-bytes) instead of random ones");
-  verify->add_option("--min-bytes", vo.min_bytes, "smallest bench bucket (--bench-sizes)");
-  verify->add_option("--max-bytes", vo.max_bytes, "largest bench bucket (--bench-sizes)");
+  verify->add_option("--min-bytes", vo.min_bytes, "smallest bench bucket (--bench-sizes)")
+      ->check(decimal_unsigned());
+  verify->add_option("--max-bytes", vo.max_bytes, "largest bench bucket (--bench-sizes)")
+      ->check(decimal_unsigned());
   verify
       ->add_option("--sim-world", vo.config.fixed_world,
                    "simulated ranks of the kernel check (--bench-sizes)")
-      ->check(CLI::Range(1, 1024));
+      ->check(decimal_unsigned(1, 1024));
   verify
       ->add_option("--plant", vo.plant,
                    "test only: plant a bug verify must report (exit 1): overrun, padding, race")
@@ -748,31 +758,36 @@ int main(int argc, char** argv) {
   CLI::App* bench = app.add_subcommand("bench", "time kernel, memcpy and NCCL; write calibration");
   bench->add_option("--out", bo.out, "calibration JSON to write");
   bench->add_option("--machine", bo.machine, "machine name recorded in the calibration file");
-  bench->add_option("--min-bytes", bo.config.min_bytes, "smallest bucket");
-  bench->add_option("--max-bytes", bo.config.max_bytes, "largest bucket");
+  bench->add_option("--min-bytes", bo.config.min_bytes, "smallest bucket")
+      ->check(decimal_unsigned());
+  bench->add_option("--max-bytes", bo.config.max_bytes, "largest bucket")
+      ->check(decimal_unsigned());
   bench->add_option("--samples", bo.config.samples, "timed samples per point")
-      ->check(CLI::Range(1, 1000));
+      ->check(decimal_unsigned(1, 1000));
   bench->add_option("--sim-world", bo.config.sim_world, "simulated ranks for the kernel")
-      ->check(CLI::Range(1, 1024));
+      ->check(decimal_unsigned(1, 1024));
   bench->add_flag("!--no-variants", bo.config.variants, "skip the kernel-variant table");
-  bench->add_option("--max-gpus", bo.max_gpus, "use at most this many local GPUs (0: all)");
+  bench->add_option("--max-gpus", bo.max_gpus, "use at most this many local GPUs (0: all)")
+      ->check(decimal_unsigned(0, INT_MAX));
   bench
       ->add_option("--replay-world", bo.replay_world,
                    "instead: measure what `replay` runs for W simulated ranks and write that "
                    "calibration (for `zfetch run --calibration`)")
-      ->check(CLI::Range(2, 1024));
+      ->check(decimal_unsigned(2, 1024));
   bench
       ->add_option("--processes", bo.processes,
                    "with --replay-world: measure in this many bench processes, one after another, "
                    "and write the median of each figure (needs --out)")
-      ->check(CLI::Range(1, 99));
+      ->check(decimal_unsigned(1, 99));
   bench->callback([&] { action = [&] { return run_bench_cmd(bo); }; });
 
   int nproc = 1;
   std::vector<std::string> rest;
   CLI::App* launch = app.add_subcommand(
       "launch", "run `zfetch-gpu ARGS...` as N processes, one GPU each (file rendezvous)");
-  launch->add_option("-n,--nproc", nproc, "processes")->required()->check(CLI::Range(1, 1024));
+  launch->add_option("-n,--nproc", nproc, "processes")
+      ->required()
+      ->check(decimal_unsigned(1, 1024));
   launch->add_option("args", rest, "subcommand and its options, after --")->required();
   launch->callback([&] { action = [&] { return run_launch(nproc, rest); }; });
 
