@@ -59,9 +59,9 @@ inline size_t utf8_length_at(std::string_view text) {
 }
 
 /// The byte order mark some editors (Notepad, Excel's CSV export) put before a UTF-8 file's first
-/// line. It is not part of the text, so every reader of a whole input skips it: without that, a
-/// trace header, an order file's first directive or a scenario's first key would not be
-/// recognised.
+/// line. It is not part of the text, so zfetch's own readers (the trace reader, order files, the
+/// hjson reader, the trace sniffer) skip it: without that, a trace header or an order file's first
+/// directive would not be recognised. yaml-cpp and nlohmann-json skip it themselves.
 inline constexpr std::string_view kUtf8ByteOrderMark = "\xEF\xBB\xBF";
 
 inline std::string_view without_byte_order_mark(std::string_view text) {

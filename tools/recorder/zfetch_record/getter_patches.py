@@ -79,8 +79,8 @@ def patch(ds):
         # A read in a call of the root outside engine.forward (generate): the registration and the
         # gather it causes belong to that forward as much as the access does, so they carry its
         # phase too (without this frame they were labelled `none`).
-        R.ctx.append({"phase": root_call_phase})
         before = param.ds_status
+        R.ctx.append({"phase": root_call_phase})
         R.internal += 1
         try:
             result = impl(self, key)
